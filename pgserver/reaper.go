@@ -1,0 +1,62 @@
+package pgserver
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+const tempPrefix = "outboxlab-pg-"
+
+// reaperScript waits for its stdin to close (the harness process ended, by
+// any means, SIGKILL included), then kills the cluster's process group and
+// removes its directory. It runs in its own process group so that killing
+// the harness's group does not take it down first.
+const reaperScript = `cat >/dev/null
+pidfile="$1/data/postmaster.pid"
+if [ -f "$pidfile" ]; then
+  pid=$(head -n 1 "$pidfile")
+  kill -9 -- "-$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null
+  sleep 0.2
+fi
+rm -rf "$1"
+`
+
+func (c *cluster) startReaper() error {
+	cmd := exec.Command("/bin/sh", "-c", reaperScript, "outboxlab-reaper", c.dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	// The write end stays open, unused, for the life of this process; the
+	// kernel closes it when the process ends.
+	_ = w
+	c.reaper = cmd
+	return nil
+}
+
+// sweepAbandoned removes cluster directories left by runs whose process no
+// longer exists (for example when the reaper itself was killed).
+func sweepAbandoned() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempPrefix+"*"))
+	for _, d := range dirs {
+		rest := strings.TrimPrefix(filepath.Base(d), tempPrefix)
+		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
+		if err != nil || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		os.RemoveAll(d)
+	}
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}
