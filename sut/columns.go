@@ -1,0 +1,102 @@
+package sut
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// columnRule says which result columns a section must return and of what type.
+type columnRule struct {
+	name     string
+	types    []uint32 // accepted type OIDs; nil: any
+	typeName string
+	optional bool
+}
+
+var (
+	textTypes = []uint32{pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID}
+	intTypes  = []uint32{pgtype.Int8OID, pgtype.Int4OID, pgtype.Int2OID}
+	boolTypes = []uint32{pgtype.BoolOID}
+)
+
+func (p *Protocol) checkClaimColumns(desc *pgconn.StatementDescription) (hasGen bool, err error) {
+	rules := []columnRule{
+		{name: "id"},
+		{name: "event_id", types: textTypes, typeName: "text"},
+		{name: "generation", types: intTypes, typeName: "bigint", optional: true},
+	}
+	got, err := p.checkColumns(p.Sections[Claim], desc, rules)
+	return got["generation"], err
+}
+
+func (p *Protocol) checkStateColumns(s *Section, desc *pgconn.StatementDescription, hasGen bool) error {
+	rules := []columnRule{
+		{name: "id"},
+		{name: "event_id", types: textTypes, typeName: "text"},
+		{name: "status", types: textTypes, typeName: "text"},
+		{name: "generation", types: intTypes, typeName: "bigint", optional: !hasGen},
+		{name: "lease_expired", types: boolTypes, typeName: "boolean"},
+		{name: "due", types: boolTypes, typeName: "boolean"},
+	}
+	got, err := p.checkColumns(s, desc, rules)
+	if err == nil && got["generation"] && !hasGen {
+		err = &Error{p.File, s.Line, `section "state" returns generation but claim does not: return it from both or from neither`}
+	}
+	return err
+}
+
+func (p *Protocol) checkColumns(s *Section, desc *pgconn.StatementDescription, rules []columnRule) (map[string]bool, error) {
+	errAt := func(format string, args ...any) error {
+		return &Error{File: p.File, Line: s.Line, Msg: fmt.Sprintf("section %q: ", s.Name) + fmt.Sprintf(format, args...)}
+	}
+	want := map[string]columnRule{}
+	var expected []string
+	for _, r := range rules {
+		want[r.name] = r
+		label := r.name
+		if r.optional {
+			label += " (optional)"
+		}
+		expected = append(expected, label)
+	}
+	got := map[string]bool{}
+	var names []string
+	for _, f := range desc.Fields {
+		names = append(names, f.Name)
+		r, ok := want[f.Name]
+		if !ok {
+			return nil, errAt("returns column %q; expected columns %s", f.Name, strings.Join(expected, ", "))
+		}
+		if got[f.Name] {
+			return nil, errAt("returns column %q twice", f.Name)
+		}
+		got[f.Name] = true
+		if r.types != nil && !containsOID(r.types, f.DataTypeOID) {
+			return nil, errAt("column %q must be %s", f.Name, r.typeName)
+		}
+	}
+	var missing []string
+	for _, r := range rules {
+		if !r.optional && !got[r.name] {
+			missing = append(missing, r.name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(names)
+		return nil, errAt("missing result column(s) %s (it returns: %s)", strings.Join(missing, ", "), strings.Join(names, ", "))
+	}
+	return got, nil
+}
+
+func containsOID(list []uint32, oid uint32) bool {
+	for _, o := range list {
+		if o == oid {
+			return true
+		}
+	}
+	return false
+}

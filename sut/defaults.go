@@ -1,0 +1,37 @@
+package sut
+
+// Defaults for the optional sections, for protocols that keep the article's
+// outbox_lab table. A protocol with another table supplies its own.
+const (
+	defaultEnqueue = `INSERT INTO outbox_lab (event_id) VALUES (@event_id)`
+
+	defaultExpire = `UPDATE outbox_lab
+SET lease_until = statement_timestamp() - interval '1 second'
+WHERE id = @id AND status = 'INPROGRESS'`
+
+	defaultDue = `UPDATE outbox_lab
+SET next_attempt_at = statement_timestamp() - interval '1 second'
+WHERE id = @id`
+
+	defaultStateWithGeneration = `SELECT id, event_id, status, generation,
+       CASE WHEN lease_until IS NULL THEN NULL
+            ELSE lease_until <= statement_timestamp() END AS lease_expired,
+       next_attempt_at <= statement_timestamp() AS due
+FROM outbox_lab ORDER BY id`
+
+	defaultStateWithoutGeneration = `SELECT id, event_id, status,
+       CASE WHEN lease_until IS NULL THEN NULL
+            ELSE lease_until <= statement_timestamp() END AS lease_expired,
+       next_attempt_at <= statement_timestamp() AS due
+FROM outbox_lab ORDER BY id`
+)
+
+func (p *Protocol) addDefaults() {
+	for name, sql := range map[string]string{Enqueue: defaultEnqueue, Expire: defaultExpire, Due: defaultDue} {
+		if p.Sections[name] == nil {
+			p.Sections[name] = &Section{Name: name, SQL: sql, Line: 1, Default: true}
+		}
+	}
+	// The default state query depends on whether the claim returns a
+	// generation, which only the server can tell: Install fills it in.
+}

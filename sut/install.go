@@ -1,0 +1,191 @@
+package sut
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Instance is a protocol installed in a schema of its own, with the harness's
+// checking connection. Close drops the schema.
+type Instance struct {
+	Proto      *Protocol
+	Statements *Statements
+	ConnString string // the server's; workers add the schema themselves
+	Conn       *pgx.Conn
+	reset      resetPlan
+}
+
+// NewSchemaName returns a unique schema name for one run.
+func NewSchemaName() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return "outboxlab_" + hex.EncodeToString(b)
+}
+
+// Connect opens a connection whose search_path is the schema.
+func Connect(ctx context.Context, connString, schema string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["search_path"] = schema
+	cfg.RuntimeParams["application_name"] = "outboxlab"
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// Install creates a fresh schema, runs the protocol's DDL in it and checks
+// every statement with the server (syntax, parameters, result columns)
+// before anything runs. Protocol errors come back as *Error (FILE:LINE).
+func Install(ctx context.Context, connString string, p *Protocol) (*Instance, error) {
+	schema := NewSchemaName()
+	conn, err := Connect(ctx, connString, schema)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	inst := &Instance{Proto: p, ConnString: connString, Conn: conn,
+		Statements: &Statements{Schema: schema, Stmts: map[string]Stmt{}}}
+	if err := inst.install(ctx); err != nil {
+		inst.Close()
+		return nil, err
+	}
+	return inst, nil
+}
+
+func (inst *Instance) install(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	p, schema := inst.Proto, inst.Statements.Schema
+	if _, err := inst.Conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	ddl := p.Sections[Schema]
+	if err := inst.Conn.PgConn().Exec(ctx, ddl.SQL).Close(); err != nil {
+		return p.serverError(ddl, err)
+	}
+	if err := inst.describeAll(ctx); err != nil {
+		return err
+	}
+	plan, err := planReset(ctx, inst.Conn, schema, p.Sections[Enqueue].SQL)
+	if err != nil {
+		return fmt.Errorf("plan reset: %w", err)
+	}
+	inst.reset = plan
+	return nil
+}
+
+// describeAll prepares every section but schema, checks the result columns
+// of claim and state, and keeps the positional form of each statement.
+func (inst *Instance) describeAll(ctx context.Context) error {
+	p := inst.Proto
+	claim, err := inst.describe(ctx, p.Sections[Claim])
+	if err != nil {
+		return err
+	}
+	hasGen, err := p.checkClaimColumns(claim)
+	if err != nil {
+		return err
+	}
+	inst.Statements.HasGen = hasGen
+	if p.Sections[State] == nil {
+		sql := defaultStateWithoutGeneration
+		if hasGen {
+			sql = defaultStateWithGeneration
+		}
+		p.Sections[State] = &Section{Name: State, SQL: sql, Line: 1, Default: true}
+	}
+	for _, name := range []string{Complete, Retry, Renew, Enqueue, State, Expire, Due} {
+		s := p.Sections[name]
+		if s == nil {
+			continue
+		}
+		desc, err := inst.describe(ctx, s)
+		if err != nil {
+			return err
+		}
+		switch name {
+		case State:
+			err = p.checkStateColumns(s, desc, hasGen)
+		case Complete, Retry, Renew:
+			if len(desc.Fields) == 0 {
+				err = &Error{p.File, s.Line, fmt.Sprintf("section %q returns no columns: it must return a row when it applies (add RETURNING)", name)}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (inst *Instance) describe(ctx context.Context, s *Section) (*pgconn.StatementDescription, error) {
+	sql, params := positional(s.SQL)
+	desc, err := inst.Conn.PgConn().Prepare(ctx, "", sql, nil)
+	if err != nil {
+		return nil, inst.Proto.serverError(s, err)
+	}
+	inst.Statements.Stmts[s.Name] = Stmt{SQL: sql, Params: params}
+	return desc, nil
+}
+
+// serverError turns a server's complaint about a section into FILE:LINE,
+// using the error's character position when it has one.
+func (p *Protocol) serverError(s *Section, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return fmt.Errorf("%s: section %q: %w", p.File, s.Name, err)
+	}
+	line := s.Line
+	if !s.Default {
+		line = s.Line + 1 + leadingLines(s.SQL)
+		if pos := int(pgErr.Position); pos > 0 {
+			line = s.Line + 1 + lineAtRune(s.SQL, pos-1)
+		}
+		if line > s.Line+strings.Count(s.SQL, "\n")+1 {
+			line = s.Line
+		}
+	}
+	what := "section " + s.Name
+	if s.Default {
+		what = "default " + s.Name + " statement (the protocol has no " + s.Name + " section; supply one for a table other than outbox_lab)"
+	}
+	return &Error{File: p.File, Line: line, Msg: fmt.Sprintf("%s: %s (SQLSTATE %s)", what, pgErr.Message, pgErr.Code)}
+}
+
+func leadingLines(sql string) int {
+	return strings.Count(sql[:len(sql)-len(strings.TrimLeft(sql, " \t\r\n"))], "\n")
+}
+
+func lineAtRune(sql string, runeIndex int) int {
+	n := 0
+	for i, r := range []rune(sql) {
+		if i >= runeIndex {
+			break
+		}
+		if r == '\n' {
+			n++
+		}
+	}
+	return n
+}
+
+// Close drops the run's schema and closes the checking connection.
+func (inst *Instance) Close() {
+	if inst.Conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	inst.Conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+inst.Statements.Schema+" CASCADE")
+	inst.Conn.Close(ctx)
+	inst.Conn = nil
+}

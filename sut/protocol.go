@@ -1,0 +1,253 @@
+// Package sut holds the systems under test as data: protocol files in the
+// format of PROTOCOL-FORMAT.md, their loader, and the code that installs a
+// protocol in a fresh schema and runs its statements. No test logic lives here.
+package sut
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/outboxlab/outboxlab/model"
+)
+
+// Section names.
+const (
+	Schema   = "schema"
+	Claim    = "claim"
+	Complete = "complete"
+	Retry    = "retry"
+	Renew    = "renew"
+	Enqueue  = "enqueue"
+	State    = "state"
+	Expire   = "expire"
+	Due      = "due"
+)
+
+// sectionParams lists every section and the parameters it may take
+// (@worker is allowed everywhere but schema).
+var sectionParams = map[string][]string{
+	Schema:   nil,
+	Claim:    {"worker"},
+	Complete: {"id", "generation", "worker"},
+	Retry:    {"id", "generation", "worker"},
+	Renew:    {"id", "generation", "worker"},
+	Enqueue:  {"event_id", "worker"},
+	State:    {"worker"},
+	Expire:   {"id", "worker"},
+	Due:      {"id", "worker"},
+}
+
+var requiredSections = []string{Schema, Claim, Complete, Retry}
+
+// Section is one section of a protocol file.
+type Section struct {
+	Name string
+	SQL  string // as written, comments included
+	Line int    // line of the "-- name:" header
+	// Default is true for a section the file left out and the loader filled in.
+	Default bool
+}
+
+// Protocol is a loaded protocol file.
+type Protocol struct {
+	Name     string // built-in name or file path as given
+	File     string // where errors point: the path, or builtin/<name>.sql
+	Order    model.Order
+	Sections map[string]*Section
+	Source   string // the whole file text
+}
+
+// Has reports whether the protocol has the section (its own or a default).
+func (p *Protocol) Has(name string) bool { return p.Sections[name] != nil }
+
+// Error is a problem with a protocol file, located at FILE:LINE.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+// Resolve loads a protocol by built-in name or file path.
+func Resolve(arg string) (*Protocol, error) {
+	if src, ok := builtinSource(arg); ok {
+		return Parse(arg, "builtin/"+arg+".sql", src)
+	}
+	b, err := os.ReadFile(arg)
+	if err != nil {
+		return nil, fmt.Errorf("protocol %q: not a built-in (%s) and not a readable file: %w",
+			arg, strings.Join(BuiltinNames(), ", "), err)
+	}
+	return Parse(filepath.Base(strings.TrimSuffix(arg, ".sql")), arg, string(b))
+}
+
+// Parse reads a protocol file's text. It reports every text-level error the
+// format defines; errors only the server can find are left to Install.
+func Parse(name, file, src string) (*Protocol, error) {
+	p := &Protocol{Name: name, File: file, Order: model.FIFO, Sections: map[string]*Section{}, Source: src}
+	errAt := func(line int, format string, args ...any) error {
+		return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+	}
+	var cur *Section
+	var body []string
+	flush := func() {
+		if cur != nil {
+			cur.SQL = strings.Join(body, "\n")
+		}
+	}
+	sc := bufio.NewScanner(strings.NewReader(src))
+	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		trimmed := strings.TrimSpace(text)
+		if name, ok := header(trimmed, "-- name:"); ok {
+			if _, known := sectionParams[name]; !known {
+				return nil, errAt(line, "unknown section %q (sections: %s)", name, strings.Join(sectionNames(), ", "))
+			}
+			if prev := p.Sections[name]; prev != nil {
+				return nil, errAt(line, "section %q appears twice (first at line %d)", name, prev.Line)
+			}
+			flush()
+			cur = &Section{Name: name, Line: line}
+			p.Sections[name] = cur
+			body = nil
+			continue
+		}
+		if kv, ok := header(trimmed, "-- outboxlab:"); ok {
+			if cur != nil {
+				return nil, errAt(line, "directive %q after the first section: directives go before it", kv)
+			}
+			if err := p.directive(kv); err != nil {
+				return nil, errAt(line, "%v", err)
+			}
+			continue
+		}
+		if cur != nil {
+			body = append(body, text)
+		}
+	}
+	flush()
+	if err := sc.Err(); err != nil {
+		return nil, errAt(line, "read: %v", err)
+	}
+	for _, req := range requiredSections {
+		if p.Sections[req] == nil {
+			return nil, errAt(line, "missing required section %q", req)
+		}
+	}
+	for _, s := range p.sorted() {
+		if err := checkSection(file, s); err != nil {
+			return nil, err
+		}
+	}
+	p.addDefaults()
+	return p, nil
+}
+
+func header(line, prefix string) (string, bool) {
+	if !strings.HasPrefix(strings.ToLower(line), prefix) {
+		return "", false
+	}
+	return strings.TrimSpace(line[len(prefix):]), true
+}
+
+func (p *Protocol) directive(kv string) error {
+	key, value, ok := strings.Cut(kv, "=")
+	key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+	if !ok {
+		return fmt.Errorf("directive %q is not KEY=VALUE", kv)
+	}
+	switch key {
+	case "order":
+		switch model.Order(value) {
+		case model.FIFO, model.Any:
+			p.Order = model.Order(value)
+			return nil
+		}
+		return fmt.Errorf("order=%s: want order=fifo or order=any", value)
+	}
+	return fmt.Errorf("unknown directive %q (known: order)", key)
+}
+
+func checkSection(file string, s *Section) error {
+	errAt := func(line int, format string, args ...any) error {
+		return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+	}
+	n := statementCount(s.SQL)
+	if n == 0 {
+		return errAt(s.Line, "section %q holds no SQL statement", s.Name)
+	}
+	if s.Name != Schema && n > 1 {
+		return errAt(lineOfStatement(s, 2), "section %q holds %d statements; it takes exactly one", s.Name, n)
+	}
+	allowed := sectionParams[s.Name]
+	for _, t := range scanSQL(s.SQL) {
+		if t.kind != '@' {
+			continue
+		}
+		if !contains(allowed, t.name) {
+			takes := "no parameters"
+			if len(allowed) > 0 {
+				takes = "@" + strings.Join(allowed, ", @")
+			}
+			return errAt(s.Line+1+strings.Count(s.SQL[:t.offset], "\n"),
+				"section %q does not take parameter @%s (it takes %s)", s.Name, t.name, takes)
+		}
+	}
+	return nil
+}
+
+// lineOfStatement is the file line on which the n-th statement of s starts.
+func lineOfStatement(s *Section, n int) int {
+	seen, start := 0, 0
+	for _, t := range scanSQL(s.SQL) {
+		if t.kind != ';' {
+			continue
+		}
+		if hasCode(s.SQL[start:t.offset]) {
+			seen++
+			if seen == n-1 {
+				rest := s.SQL[t.offset+1:]
+				skip := len(rest) - len(strings.TrimLeft(rest, " \t\r\n"))
+				return s.Line + 1 + strings.Count(s.SQL[:t.offset+1+skip], "\n")
+			}
+		}
+		start = t.offset + 1
+	}
+	return s.Line
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sectionNames() []string {
+	var names []string
+	for n := range sectionParams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// sorted returns the sections in file order.
+func (p *Protocol) sorted() []*Section {
+	var ss []*Section
+	for _, s := range p.Sections {
+		ss = append(ss, s)
+	}
+	sort.Slice(ss, func(i, j int) bool { return ss[i].Line < ss[j].Line })
+	return ss
+}

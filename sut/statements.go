@@ -1,0 +1,192 @@
+package sut
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/outboxlab/outboxlab/model"
+)
+
+// Stmt is one section rewritten for execution: positional parameters in the
+// order Params names them, so pgx's statement cache keeps it prepared.
+type Stmt struct {
+	SQL    string
+	Params []string
+}
+
+// Statements are a protocol's statements as installed in one schema. They are
+// plain data, so a worker process receives them over its pipe.
+type Statements struct {
+	Schema string
+	HasGen bool
+	Stmts  map[string]Stmt
+}
+
+// Querier runs a statement: a *pgx.Conn or a pgx.Tx.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Args are the values a section's named parameters take.
+type Args struct {
+	ID      string
+	Gen     int64
+	Worker  string
+	EventID string
+}
+
+func (a Args) list(names []string) []any {
+	out := make([]any, len(names))
+	for i, n := range names {
+		switch n {
+		case "id":
+			out[i] = a.ID
+		case "generation":
+			out[i] = a.Gen
+		case "worker":
+			out[i] = a.Worker
+		case "event_id":
+			out[i] = a.EventID
+		}
+	}
+	return out
+}
+
+// ClaimResult is what a claim returned.
+type ClaimResult struct {
+	Found bool
+	ID    string
+	Event string
+	Gen   int64 // 0 when the protocol has no generation
+}
+
+// Claim runs the claim section.
+func (s *Statements) Claim(ctx context.Context, q Querier, worker string) (ClaimResult, error) {
+	st := s.Stmts[Claim]
+	rows, err := q.Query(ctx, st.SQL, Args{Worker: worker}.list(st.Params)...)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	defer rows.Close()
+	var res ClaimResult
+	n := 0
+	for rows.Next() {
+		n++
+		targets := make([]any, len(rows.FieldDescriptions()))
+		for i, f := range rows.FieldDescriptions() {
+			switch f.Name {
+			case "id":
+				targets[i] = &res.ID
+			case "event_id":
+				targets[i] = &res.Event
+			case "generation":
+				targets[i] = &res.Gen
+			default:
+				targets[i] = new(any)
+			}
+		}
+		if err := rows.Scan(targets...); err != nil {
+			return ClaimResult{}, fmt.Errorf("scan claim: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return ClaimResult{}, err
+	}
+	if n > 1 {
+		return ClaimResult{}, fmt.Errorf("claim returned %d rows; it must return at most one", n)
+	}
+	res.Found = n == 1
+	return res, nil
+}
+
+// Apply runs complete, retry or renew and reports whether it applied (returned
+// at least one row).
+func (s *Statements) Apply(ctx context.Context, q Querier, section string, a Args) (bool, error) {
+	st, ok := s.Stmts[section]
+	if !ok {
+		return false, fmt.Errorf("protocol has no %s section", section)
+	}
+	rows, err := q.Query(ctx, st.SQL, a.list(st.Params)...)
+	if err != nil {
+		return false, err
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	rows.Close()
+	return n > 0, rows.Err()
+}
+
+// Exec runs a section for its effect (enqueue, expire, due).
+func (s *Statements) Exec(ctx context.Context, q Querier, section string, a Args) error {
+	st := s.Stmts[section]
+	rows, err := q.Query(ctx, st.SQL, a.list(st.Params)...)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// StateRow is one row of the state query: the persisted view and the id the
+// protocol uses for it.
+type StateRow struct {
+	ID string
+	model.RowView
+}
+
+// ReadState runs the state query.
+func (s *Statements) ReadState(ctx context.Context, q Querier) ([]StateRow, error) {
+	rows, err := q.Query(ctx, s.Stmts[State].SQL)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []StateRow
+	for rows.Next() {
+		var r StateRow
+		var status string
+		var expired, due *bool
+		targets := make([]any, len(rows.FieldDescriptions()))
+		for i, f := range rows.FieldDescriptions() {
+			switch f.Name {
+			case "id":
+				targets[i] = &r.ID
+			case "event_id":
+				targets[i] = &r.Event
+			case "status":
+				targets[i] = &status
+			case "generation":
+				targets[i] = &r.Gen
+			case "lease_expired":
+				targets[i] = &expired
+			case "due":
+				targets[i] = &due
+			default:
+				targets[i] = new(any)
+			}
+		}
+		if err := rows.Scan(targets...); err != nil {
+			return nil, fmt.Errorf("scan state: %w", err)
+		}
+		r.Status = model.Status(status)
+		r.HasGen = s.HasGen
+		r.LeaseHeld = expired != nil
+		r.LeaseExpired = expired != nil && *expired
+		r.Due = due != nil && *due
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// IsServerError reports whether err came from the server (a statement that
+// ran and failed); anything else, a broken connection or a timeout, leaves
+// the statement's outcome unknown.
+func IsServerError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
+}
