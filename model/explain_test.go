@@ -1,0 +1,77 @@
+package model
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestExplain(t *testing.T) {
+	two := []string{"Enqueue(e1) -> ok", "Enqueue(e2) -> ok"}
+	claimed := []string{"Enqueue(e1) -> ok", "w1.Claim() -> claimed e1 gen=1"}
+	expired := append(slices.Clone(claimed), "Expire(e1) -> ok")
+	reclaimed := append(slices.Clone(expired), "w2.Claim() -> claimed e1 gen=2")
+	tests := []struct {
+		given []string
+		step  string
+		want  string
+	}{
+		{reclaimed, "w1.Complete(e1, gen=1) -> applied",
+			"w1.Complete(e1, gen=1) -> applied: stale owner's complete applied (e1 gen 1 is not the current live claim: e1 is at gen 2)"},
+		{reclaimed, "w1.Retry(e1, gen=1) -> applied",
+			"w1.Retry(e1, gen=1) -> applied: stale owner's retry applied (e1 gen 1 is not the current live claim: e1 is at gen 2)"},
+		{expired, "w1.Renew(e1, gen=1) -> applied",
+			"w1.Renew(e1, gen=1) -> applied: stale owner's renew applied (e1 gen 1 is not the current live claim: its lease expired)"},
+		{append(slices.Clone(claimed), "w1.Retry(e1, gen=1) -> applied"), "w1.Complete(e1, gen=1) -> applied",
+			"w1.Complete(e1, gen=1) -> applied: stale owner's complete applied (e1 gen 1 is not the current live claim: e1 is READY)"},
+		{append(slices.Clone(claimed), "w1.Complete(e1, gen=1) -> applied"), "w1.Retry(e1, gen=1) -> applied",
+			"w1.Retry(e1, gen=1) -> applied: retry applied to a SENT row"},
+		{nil, "w1.Complete(e9, gen=1) -> applied",
+			"w1.Complete(e9, gen=1) -> applied: complete applied to e9, which was never enqueued"},
+		{claimed, "w1.Complete(e1, gen=1) -> rejected",
+			"w1.Complete(e1, gen=1) -> rejected: current owner's complete rejected"},
+		{claimed, "w1.Renew(e1, gen=1) -> rejected",
+			"w1.Renew(e1, gen=1) -> rejected: current owner's renew rejected"},
+		{claimed, "w1.Complete(e1, gen=1) -> empty",
+			"w1.Complete(e1, gen=1) -> empty: want applied"},
+		{expired, "w2.Claim() -> empty",
+			"w2.Claim() -> empty: claim returned nothing while e1 is claimable (stranded row)"},
+		{append(slices.Clone(two), "w1.Claim() -> claimed e1 gen=1"), "w2.Claim() -> claimed e1 gen=2",
+			"w2.Claim() -> claimed e1 gen=2: claim took e1 whose lease is live (two live owners)"},
+		{two, "w1.Claim() -> claimed e2 gen=1",
+			"w1.Claim() -> claimed e2 gen=1: claim took e2 out of order: e1 is claimable first"},
+		{two, "w1.Begin() -> claimed e2 gen=1",
+			"w1.Begin() -> claimed e2 gen=1: claim took e2 out of order: e1 is claimable first"},
+		{expired, "w2.Claim() -> claimed e1 gen=3",
+			"w2.Claim() -> claimed e1 gen=3: claim returned generation 3, want 2 (generation must rise by one)"},
+		{append(slices.Clone(two), "w1.Begin() -> claimed e1 gen=1"), "w2.Claim() -> claimed e1 gen=1",
+			"w2.Claim() -> claimed e1 gen=1: claim took e1, a row locked by another transaction"},
+		{append(slices.Clone(claimed), "w1.Retry(e1, gen=1) -> applied"), "w2.Claim() -> claimed e1 gen=2",
+			"w2.Claim() -> claimed e1 gen=2: claim took e1 which is waiting for its backoff"},
+		{append(slices.Clone(claimed), "w1.Complete(e1, gen=1) -> applied"), "w2.Claim() -> claimed e1 gen=2",
+			"w2.Claim() -> claimed e1 gen=2: claim took e1, a SENT row (SENT is terminal)"},
+		{nil, "w1.Claim() -> claimed e9 gen=1",
+			"w1.Claim() -> claimed e9 gen=1: claim returned e9, which was never enqueued"},
+		{nil, "Enqueue(e1) -> rejected",
+			"Enqueue(e1) -> rejected: want ok"},
+		{nil, "w1.Commit() -> ok",
+			"w1.Commit() -> ok: the model cannot run this step: w1 has no open claim transaction"},
+	}
+	for _, tc := range tests {
+		s := play(t, FIFO, tc.given...)
+		op, got, err := ParseStep(tc.step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := errText(Explain(s, op, got, s.Step(op))); msg != tc.want {
+			t.Errorf("Explain(%s):\n got %q\nwant %q", tc.step, msg, tc.want)
+		}
+	}
+}
+
+func TestExplainAllowedOutcome(t *testing.T) {
+	s := play(t, Any, "Enqueue(e1) -> ok", "Enqueue(e2) -> ok")
+	op := mustOp(t, "w1.Claim()")
+	if err := Explain(s, op, Outcome{Kind: Claimed, Event: "e2", Gen: 1}, s.Step(op)); err != nil {
+		t.Fatalf("an allowed outcome was explained: %v", err)
+	}
+}

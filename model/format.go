@@ -1,0 +1,135 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// shape says which of an op's fields its kind uses.
+type shape struct{ worker, event, gen bool }
+
+var shapes = map[Kind]shape{
+	Enqueue:  {event: true},
+	ClaimOp:  {worker: true},
+	Begin:    {worker: true},
+	Commit:   {worker: true},
+	Rollback: {worker: true},
+	Complete: {worker: true, event: true, gen: true},
+	Retry:    {worker: true, event: true, gen: true},
+	Renew:    {worker: true, event: true, gen: true},
+	Expire:   {event: true},
+	MakeDue:  {event: true},
+	Pause:    {worker: true},
+	Resume:   {worker: true},
+	Kill:     {worker: true},
+	Respawn:  {worker: true},
+	Restart:  {},
+}
+
+// String is the op as one line of a program: w2.Complete(e1, gen=1),
+// Enqueue(e1), Restart().
+func (o Op) String() string {
+	sh, ok := shapes[o.Kind]
+	if !ok {
+		return fmt.Sprintf("%s.%s(%s, gen=%d)", o.Worker, o.Kind, o.Event, o.Gen)
+	}
+	var b strings.Builder
+	if sh.worker {
+		b.WriteString(o.Worker + ".")
+	}
+	b.WriteString(string(o.Kind) + "(")
+	if sh.event {
+		b.WriteString(o.Event)
+	}
+	if sh.gen {
+		fmt.Fprintf(&b, ", gen=%d", o.Gen)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// String is the outcome as the tail of a program line: ok, empty,
+// claimed e1 gen=1, applied, rejected, unknown.
+func (o Outcome) String() string {
+	if o.Kind == Claimed {
+		return fmt.Sprintf("claimed %s gen=%d", o.Event, o.Gen)
+	}
+	return string(o.Kind)
+}
+
+// FormatStep is one line of a program: w2.Complete(e1, gen=1) -> rejected.
+// ParseStep reads it back.
+func FormatStep(op Op, out Outcome) string {
+	return op.String() + " -> " + out.String()
+}
+
+// ParseStep reads a line written by FormatStep.
+func ParseStep(line string) (Op, Outcome, error) {
+	left, right, ok := strings.Cut(strings.TrimSpace(line), " -> ")
+	if !ok {
+		return Op{}, Outcome{}, fmt.Errorf("parse step %q: want OP -> OUTCOME", line)
+	}
+	op, err := ParseOp(left)
+	if err != nil {
+		return Op{}, Outcome{}, err
+	}
+	out, err := ParseOutcome(right)
+	if err != nil {
+		return Op{}, Outcome{}, err
+	}
+	return op, out, nil
+}
+
+// ParseOp reads an op written by Op.String.
+func ParseOp(text string) (Op, error) {
+	text = strings.TrimSpace(text)
+	head, args, ok := strings.Cut(text, "(")
+	if !ok || !strings.HasSuffix(args, ")") {
+		return Op{}, fmt.Errorf("parse op %q: want [WORKER.]KIND(ARGS)", text)
+	}
+	args = strings.TrimSuffix(args, ")")
+	var op Op
+	if worker, kind, dotted := strings.Cut(head, "."); dotted {
+		op.Worker, op.Kind = worker, Kind(kind)
+	} else {
+		op.Kind = Kind(head)
+	}
+	sh, known := shapes[op.Kind]
+	if !known {
+		return Op{}, fmt.Errorf("parse op %q: unknown kind %q", text, op.Kind)
+	}
+	if sh.gen {
+		event, gen, ok := strings.Cut(args, ", gen=")
+		n, err := strconv.ParseInt(gen, 10, 64)
+		if !ok || err != nil {
+			return Op{}, fmt.Errorf("parse op %q: want %s(EVENT, gen=N)", text, op.Kind)
+		}
+		op.Event, op.Gen = event, n
+	} else if sh.event {
+		op.Event = args
+	}
+	if op.String() != text || (sh.worker && op.Worker == "") || (sh.event && op.Event == "") {
+		return Op{}, fmt.Errorf("parse op %q: not a well-formed %s op", text, op.Kind)
+	}
+	return op, nil
+}
+
+// ParseOutcome reads an outcome written by Outcome.String.
+func ParseOutcome(text string) (Outcome, error) {
+	text = strings.TrimSpace(text)
+	switch kind := OutcomeKind(text); kind {
+	case OK, Empty, Applied, Rejected, Unknown:
+		return Outcome{Kind: kind}, nil
+	}
+	f := strings.Fields(text)
+	if len(f) == 3 && f[0] == string(Claimed) && strings.HasPrefix(f[2], "gen=") {
+		if n, err := strconv.ParseInt(strings.TrimPrefix(f[2], "gen="), 10, 64); err == nil {
+			out := Outcome{Kind: Claimed, Event: f[1], Gen: n}
+			if out.String() == text {
+				return out, nil
+			}
+		}
+	}
+	return Outcome{}, fmt.Errorf("parse outcome %q: want ok, empty, claimed EVENT gen=N, applied, rejected or unknown", text)
+}

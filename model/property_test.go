@@ -1,0 +1,167 @@
+package model
+
+import (
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+var (
+	workers = []string{"w1", "w2", "w3"}
+	events  = []string{"e1", "e2", "e3", "e4", "e5"}
+	kinds   = []Kind{Enqueue, ClaimOp, Begin, Commit, Rollback, Complete, Retry, Renew,
+		Expire, MakeDue, Pause, Resume, Kill, Respawn, Restart}
+)
+
+// TestModelProperties runs random programs on the model alone and holds
+// every transition, including those of a lost connection, to the
+// invariants the real suite checks, plus the model's own purity.
+func TestModelProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := New(rapid.SampledFrom([]Order{FIFO, Any}).Draw(t, "order"))
+		steps := rapid.IntRange(1, 200).Draw(t, "steps")
+		for range steps {
+			op := drawOp(t, s)
+			lost := rapid.IntRange(0, 9).Draw(t, "lost") == 0
+			checkPure(t, s, op)
+			ts := transitions(s, op, lost)
+			if (s.Precondition(op) == nil) != (len(ts) > 0) {
+				t.Fatalf("%s: precondition %v but %d transitions", op, s.Precondition(op), len(ts))
+			}
+			for _, tr := range ts {
+				checkTransition(t, s, op, tr, ts)
+			}
+			if len(ts) > 0 {
+				s = ts[rapid.IntRange(0, len(ts)-1).Draw(t, "pick")].Next
+			}
+		}
+	})
+}
+
+// drawOp draws an op. Complete, retry and renew mostly act on a claim some
+// worker received, so both stale and current owners act.
+func drawOp(t *rapid.T, s State) Op {
+	op := Op{Kind: rapid.SampledFrom(kinds).Draw(t, "kind")}
+	sh := shapes[op.Kind]
+	if sh.worker {
+		op.Worker = rapid.SampledFrom(workers).Draw(t, "worker")
+	}
+	if sh.event {
+		op.Event = rapid.SampledFrom(events).Draw(t, "event")
+	}
+	if sh.gen {
+		if len(s.Claims) > 0 && rapid.IntRange(0, 3).Draw(t, "received") > 0 {
+			c := rapid.SampledFrom(s.Claims).Draw(t, "claim")
+			op.Worker, op.Event, op.Gen = c.Worker, c.Event, c.Gen
+		} else {
+			op.Gen = rapid.Int64Range(0, 4).Draw(t, "gen")
+		}
+	}
+	return op
+}
+
+// transitions is Step, or with lost the states of a connection lost around op.
+func transitions(s State, op Op, lost bool) []Transition {
+	if !lost {
+		return s.Step(op)
+	}
+	var ts []Transition
+	for _, next := range s.Ambiguous(op) {
+		ts = append(ts, Transition{Out: Outcome{Kind: Unknown}, Next: next})
+	}
+	return ts
+}
+
+// checkPure: Step and Ambiguous are deterministic, and writing into the
+// states they return does not reach their receiver.
+func checkPure(t *rapid.T, s State, op Op) {
+	before := s.Key()
+	a, b := s.Step(op), s.Step(op)
+	if !slices.Equal(keys(nextStates(a)), keys(nextStates(b))) || !slices.Equal(outcomes(a), outcomes(b)) {
+		t.Fatalf("%s: Step is not deterministic", op)
+	}
+	for _, next := range append(nextStates(a), s.Ambiguous(op)...) {
+		scribble(next)
+	}
+	if s.Key() != before {
+		t.Fatalf("%s: Step or Ambiguous changed its receiver:\n%s\n%s", op, before, s.Key())
+	}
+}
+
+func scribble(s State) {
+	for i := range s.Rows {
+		s.Rows[i] = Row{Event: "x"}
+	}
+	for i := range s.Pending {
+		s.Pending[i] = PendingClaim{Worker: "x"}
+	}
+	for i := range s.Claims {
+		s.Claims[i] = Claim{Worker: "x"}
+	}
+}
+
+func checkTransition(t *rapid.T, s State, op Op, tr Transition, allowed []Transition) {
+	next, step := tr.Next, FormatStep(op, tr.Out)
+	for _, hasGen := range []bool{true, false} {
+		if err := CheckRows(next.View(hasGen)); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if err := CheckChange(s.View(hasGen), next.View(hasGen), op, tr.Out); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if m := Match([]State{next, next}, next.View(hasGen), hasGen); len(m) != 1 || m[0].Key() != next.Key() {
+			t.Fatalf("%s: Match of its own view kept %d states", step, len(m))
+		}
+	}
+	if err := Explain(s, op, tr.Out, allowed); err != nil {
+		t.Fatalf("%s: an allowed outcome was explained: %v", step, err)
+	}
+	if gotOp, gotOut, err := ParseStep(step); err != nil || gotOp != op || gotOut != tr.Out {
+		t.Fatalf("%s: does not parse back: %v", step, err)
+	}
+	if !slices.Equal(next.Claims[:min(len(s.Claims), len(next.Claims))], s.Claims) || len(next.Claims) > len(s.Claims)+1 {
+		t.Fatalf("%s: claims are only appended, one per step", step)
+	}
+	checkOwners(t, next, step)
+	checkLocks(t, next, step)
+}
+
+// checkOwners: at most one received claim per row is current.
+func checkOwners(t *rapid.T, s State, step string) {
+	current := map[string]int{}
+	for _, c := range s.Claims {
+		if s.IsCurrent(c) {
+			if current[c.Event]++; current[c.Event] > 1 {
+				t.Fatalf("%s: two current claims on %s", step, c.Event)
+			}
+		}
+	}
+}
+
+// checkLocks: open claims are sorted by worker, one per worker, and lock
+// exactly the rows they claimed, at the next generation.
+func checkLocks(t *rapid.T, s State, step string) {
+	locks := 0
+	for i, p := range s.Pending {
+		if i > 0 && s.Pending[i-1].Worker >= p.Worker {
+			t.Fatalf("%s: pending not sorted by worker: %v", step, s.Pending)
+		}
+		if p.Event == "" {
+			continue
+		}
+		locks++
+		r := s.Rows[s.row(p.Event)]
+		if r.LockedBy != p.Worker || p.Gen != r.Gen+1 {
+			t.Fatalf("%s: %v does not hold %+v", step, p, r)
+		}
+	}
+	for _, r := range s.Rows {
+		if r.LockedBy != "" {
+			locks--
+		}
+	}
+	if locks != 0 {
+		t.Fatalf("%s: a row is locked by no open claim: %s", step, s.Key())
+	}
+}

@@ -1,0 +1,203 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// PendingClaim is an open claim transaction: Begin claimed Event at Gen
+// inside it, and nothing is committed until Commit. Event is "" (and Gen 0)
+// when the claim inside the transaction found nothing.
+type PendingClaim struct {
+	Worker string
+	Event  string
+	Gen    int64
+}
+
+// State is everything the policy depends on. It is a value: Step and
+// Ambiguous never change their receiver, and the states they return share
+// no slice with it.
+type State struct {
+	Order   Order
+	Rows    []Row          // enqueue order
+	Pending []PendingClaim // open claim transactions, at most one per worker, sorted by worker
+	Claims  []Claim        // every claim a worker received (autocommit or committed), in order
+}
+
+// New is the empty outbox of a protocol that promises order.
+func New(order Order) State {
+	return State{Order: order}
+}
+
+// clone copies every slice, so the copy can be written freely.
+func (s State) clone() State {
+	return State{
+		Order:   s.Order,
+		Rows:    slices.Clone(s.Rows),
+		Pending: slices.Clone(s.Pending),
+		Claims:  slices.Clone(s.Claims),
+	}
+}
+
+// row returns the index of event's row, or -1.
+func (s State) row(event string) int {
+	return slices.IndexFunc(s.Rows, func(r Row) bool { return r.Event == event })
+}
+
+// pending returns the index of worker's open claim transaction, or -1.
+func (s State) pending(worker string) int {
+	return slices.IndexFunc(s.Pending, func(p PendingClaim) bool { return p.Worker == worker })
+}
+
+// eligible reports whether a claim may take r: due READY work or an expired
+// INPROGRESS claim, and no open transaction holds it (SKIP LOCKED).
+func eligible(r Row) bool {
+	if r.LockedBy != "" {
+		return false
+	}
+	return (r.Status == Ready && r.Due) || (r.Status == InProgress && !r.LeaseLive)
+}
+
+// eligibleRows returns the indexes of the rows a claim may take, in enqueue order.
+func (s State) eligibleRows() []int {
+	var out []int
+	for i, r := range s.Rows {
+		if eligible(r) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Eligible returns the events a claim may take now, in enqueue order.
+func (s State) Eligible() []string {
+	var out []string
+	for _, i := range s.eligibleRows() {
+		out = append(out, s.Rows[i].Event)
+	}
+	return out
+}
+
+// IsCurrent reports whether c is the row's latest claim and its lease is
+// live: the only claim whose complete, retry or renew may apply.
+func (s State) IsCurrent(c Claim) bool {
+	i := s.row(c.Event)
+	if i < 0 {
+		return false
+	}
+	r := s.Rows[i]
+	return r.Status == InProgress && r.Gen == c.Gen && r.LeaseLive
+}
+
+// View is the committed state as the protocol's state query would return
+// it: open transactions are invisible to other connections. Without a
+// generation, Gen is 0 and is not compared.
+func (s State) View(hasGen bool) []RowView {
+	out := make([]RowView, 0, len(s.Rows))
+	for _, r := range s.Rows {
+		v := RowView{
+			Event:        r.Event,
+			Status:       r.Status,
+			HasGen:       hasGen,
+			LeaseHeld:    r.Status == InProgress,
+			LeaseExpired: r.Status == InProgress && !r.LeaseLive,
+			Due:          r.Status == Ready && r.Due,
+		}
+		if hasGen {
+			v.Gen = r.Gen
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// Key is a canonical text of the state: two states with the same Key are
+// the same state, so a set of possible states is de-duplicated by it.
+func (s State) Key() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "order=%s rows=[", s.Order)
+	for i, r := range s.Rows {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s:%s/%d", r.Event, r.Status, r.Gen)
+		if r.Status == InProgress && r.LeaseLive {
+			b.WriteString("/live")
+		}
+		if r.Status == Ready && r.Due {
+			b.WriteString("/due")
+		}
+		if r.LockedBy != "" {
+			fmt.Fprintf(&b, "/lock=%s", r.LockedBy)
+		}
+	}
+	b.WriteString("] pending=[")
+	for i, p := range s.Pending {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s:%s/%d", p.Worker, p.Event, p.Gen)
+	}
+	b.WriteString("] claims=[")
+	for i, c := range s.Claims {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s:%s/%d", c.Worker, c.Event, c.Gen)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// Match returns the states, de-duplicated by Key, whose committed view is
+// what the state query observed. Gen is compared only when hasGen,
+// LeaseExpired only for INPROGRESS rows and Due only for READY rows.
+func Match(states []State, observed []RowView, hasGen bool) []State {
+	var out []State
+	seen := map[string]bool{}
+	for _, s := range states {
+		if !sameViews(s.View(hasGen), observed, hasGen) {
+			continue
+		}
+		k := s.Key()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, s)
+	}
+	return out
+}
+
+func sameViews(a, b []RowView, hasGen bool) bool {
+	return slices.EqualFunc(a, b, func(x, y RowView) bool { return sameView(x, y, hasGen) })
+}
+
+// sameView compares what the policy pins down about one row.
+func sameView(a, b RowView, hasGen bool) bool {
+	switch {
+	case a.Event != b.Event, a.Status != b.Status, a.LeaseHeld != b.LeaseHeld:
+		return false
+	case hasGen && a.Gen != b.Gen:
+		return false
+	case a.Status == InProgress && a.LeaseExpired != b.LeaseExpired:
+		return false
+	case a.Status == Ready && a.Due != b.Due:
+		return false
+	}
+	return true
+}
+
+// dedup keeps the first state of each Key.
+func dedup(states []State) []State {
+	var out []State
+	seen := map[string]bool{}
+	for _, s := range states {
+		if k := s.Key(); !seen[k] {
+			seen[k] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

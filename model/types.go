@@ -1,0 +1,108 @@
+// Package model is the pure ownership model every protocol is held to: the
+// policy of ../shared/PROTOCOL-FORMAT.md as a step function on a value type.
+// No database, no clock, no randomness: a State and an Op give the outcomes
+// the policy allows and the state after each.
+package model
+
+// Status is a row's committed status, as the protocol's state query names it.
+type Status string
+
+const (
+	Ready      Status = "READY"
+	InProgress Status = "INPROGRESS"
+	Sent       Status = "SENT"
+)
+
+// Order is the claim order a protocol promises.
+type Order string
+
+const (
+	FIFO Order = "fifo" // the earliest-enqueued eligible row
+	Any  Order = "any"  // any eligible row
+)
+
+// Row is one event's committed state plus the lock of an open claim
+// transaction, if one holds it.
+type Row struct {
+	Event     string // logical event id, e.g. "e1"; rows are kept in enqueue order
+	Status    Status
+	Gen       int64 // claims committed on this row so far (the fencing token)
+	LeaseLive bool  // meaningful only when Status == InProgress
+	Due       bool  // meaningful only when Status == Ready
+	LockedBy  string
+}
+
+// Claim is what a worker received from a claim: the row and its generation.
+type Claim struct {
+	Worker string
+	Event  string
+	Gen    int64
+}
+
+// Kind names an operation.
+type Kind string
+
+const (
+	Enqueue  Kind = "Enqueue"  // Event
+	ClaimOp  Kind = "Claim"    // Worker; autocommit claim
+	Begin    Kind = "Begin"    // Worker; open a transaction and claim inside it
+	Commit   Kind = "Commit"   // Worker; commit the open claim transaction
+	Rollback Kind = "Rollback" // Worker; roll the open claim transaction back
+	Complete Kind = "Complete" // Worker, Event, Gen
+	Retry    Kind = "Retry"    // Worker, Event, Gen
+	Renew    Kind = "Renew"    // Worker, Event, Gen
+	Expire   Kind = "Expire"   // Event; fixture: the row's lease is expired from now on
+	MakeDue  Kind = "MakeDue"  // Event; fixture: the waiting row is due from now on
+	Pause    Kind = "Pause"    // Worker; SIGSTOP
+	Resume   Kind = "Resume"   // Worker; SIGCONT
+	Kill     Kind = "Kill"     // Worker; SIGKILL: its open transaction rolls back
+	Respawn  Kind = "Respawn"  // Worker; a new process for a killed worker
+	Restart  Kind = "Restart"  // the server crashed and restarted: every open transaction rolls back
+)
+
+// Op is one step of a program.
+type Op struct {
+	Kind   Kind
+	Worker string
+	Event  string
+	Gen    int64
+}
+
+// OutcomeKind is what a step returned.
+type OutcomeKind string
+
+const (
+	OK       OutcomeKind = "ok"       // a step with nothing to report
+	Claimed  OutcomeKind = "claimed"  // Event, Gen
+	Empty    OutcomeKind = "empty"    // a claim found nothing claimable
+	Applied  OutcomeKind = "applied"  // complete/retry/renew returned a row
+	Rejected OutcomeKind = "rejected" // complete/retry/renew returned no row
+	Unknown  OutcomeKind = "unknown"  // the connection failed: applied or not, nobody knows yet
+)
+
+// Outcome is the result of a step.
+type Outcome struct {
+	Kind  OutcomeKind
+	Event string
+	Gen   int64
+}
+
+// Transition is one outcome the policy allows for a step and the state after it.
+type Transition struct {
+	Out  Outcome
+	Next State
+}
+
+// RowView is a row as persisted: what the protocol's state query returns,
+// and what State.View computes from the model. LeaseExpired is meaningful
+// only for INPROGRESS rows and Due only for READY rows; HasGen is false for
+// protocols whose claim returns no generation.
+type RowView struct {
+	Event        string
+	Status       Status
+	Gen          int64
+	HasGen       bool
+	LeaseExpired bool
+	LeaseHeld    bool // lease_expired is not NULL
+	Due          bool
+}

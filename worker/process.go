@@ -1,0 +1,170 @@
+package worker
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Process is the parent's handle on one worker process.
+type Process struct {
+	Name   string
+	spec   Spec
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan []byte
+	stderr *bytes.Buffer
+	exited chan struct{}
+	state  *os.ProcessState
+	paused bool
+	// Backend is the server pid of the worker's current connection.
+	Backend uint32
+}
+
+// ErrHung is returned when a worker does not answer in time: it is blocked
+// (on a lock, or on a connection that black-holes its traffic).
+var ErrHung = errors.New("worker did not answer in time")
+
+// Spawn starts a worker process and waits until it has connected.
+func Spawn(spec Spec) (*Process, error) {
+	if spec.OpTimeout == 0 {
+		spec.OpTimeout = 5 * time.Second
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envVar+"=1")
+	// The worker dies with its parent, whatever kills the parent.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &Process{Name: spec.Name, spec: spec, cmd: cmd, lines: make(chan []byte, 1),
+		stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start worker %s: %w", spec.Name, err)
+	}
+	go p.readLines(stdout)
+	go func() { p.cmd.Wait(); p.state = p.cmd.ProcessState; close(p.exited) }()
+	b, _ := json.Marshal(spec)
+	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
+		p.Kill()
+		return nil, fmt.Errorf("send spec to %s: %w", spec.Name, err)
+	}
+	resp, err := p.await(spec.OpTimeout + 10*time.Second)
+	if err != nil {
+		p.Kill()
+		return nil, err
+	}
+	if resp.Err != "" {
+		p.Kill()
+		return nil, fmt.Errorf("worker %s could not connect: %s", spec.Name, resp.Err)
+	}
+	return p, nil
+}
+
+func (p *Process) readLines(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		p.lines <- append([]byte(nil), sc.Bytes()...)
+	}
+	close(p.lines)
+}
+
+// Do sends one request and waits for its answer. A worker that does not
+// answer within its statement timeout plus a margin returns ErrHung, and
+// must then be killed: its late answer would be read as the next one's.
+func (p *Process) Do(req Request) (Response, error) {
+	if p.paused {
+		return Response{}, fmt.Errorf("%s is paused: a request would wait forever", p.Name)
+	}
+	b, _ := json.Marshal(req)
+	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
+		return Response{}, fmt.Errorf("send to %s: %w", p.Name, err)
+	}
+	return p.await(p.spec.OpTimeout + 2*time.Second)
+}
+
+func (p *Process) await(limit time.Duration) (Response, error) {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			<-p.exited
+			return Response{}, fmt.Errorf("worker %s exited (%v): %s", p.Name, p.state, lastLine(p.stderr.String()))
+		}
+		var resp Response
+		if err := json.Unmarshal(line, &resp); err != nil {
+			return Response{}, fmt.Errorf("worker %s: bad reply %q: %w", p.Name, line, err)
+		}
+		p.Backend = resp.Backend
+		return resp, nil
+	case <-timer.C:
+		return Response{}, ErrHung
+	}
+}
+
+// Pause stops the process (SIGSTOP): its connection and any open
+// transaction stay as they are, as in a long GC pause or a stalled VM.
+func (p *Process) Pause() error {
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	p.paused = true
+	return nil
+}
+
+// Resume continues a paused process (SIGCONT).
+func (p *Process) Resume() error {
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	p.paused = false
+	return nil
+}
+
+// Paused reports whether the process is stopped.
+func (p *Process) Paused() bool { return p.paused }
+
+// Kill sends SIGKILL and waits for the exit. The server rolls back the
+// worker's open transaction when it notices the connection is gone.
+func (p *Process) Kill() *os.ProcessState {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.stdin.Close()
+	<-p.exited
+	p.paused = false
+	return p.state
+}
+
+// Pid is the worker's process id (for logs, never for failure messages).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// KilledBySIGKILL reports whether a process state is a death by SIGKILL.
+func KilledBySIGKILL(st *os.ProcessState) bool {
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+func lastLine(s string) string {
+	s = string(bytes.TrimSpace([]byte(s)))
+	if i := bytes.LastIndexByte([]byte(s), '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

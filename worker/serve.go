@@ -1,0 +1,170 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/outboxlab/sut"
+)
+
+// MainIfWorker turns this process into a worker when it was started as one,
+// and never returns in that case. Call it first in TestMain and main.
+func MainIfWorker() {
+	if os.Getenv(envVar) == "" {
+		return
+	}
+	if err := serve(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(3)
+	}
+	os.Exit(0)
+}
+
+// agent is the worker side: one connection, at most one open transaction.
+type agent struct {
+	spec Spec
+	conn *pgx.Conn
+	tx   pgx.Tx
+}
+
+func serve(in *os.File, out *os.File) error {
+	r := bufio.NewReaderSize(in, 1<<16)
+	w := bufio.NewWriter(out)
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("read spec: %w", err)
+	}
+	var a agent
+	if err := json.Unmarshal(line, &a.spec); err != nil {
+		return fmt.Errorf("decode spec: %w", err)
+	}
+	// The first response says whether the connection came up.
+	if err := a.reply(w, a.connect()); err != nil {
+		return err
+	}
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return nil // the parent closed the pipe: done
+		}
+		var req Request
+		if err := json.Unmarshal(line, &req); err != nil {
+			return fmt.Errorf("decode request: %w", err)
+		}
+		if err := a.reply(w, a.handle(req)); err != nil {
+			return err
+		}
+	}
+}
+
+func (a *agent) reply(w *bufio.Writer, resp Response) error {
+	if a.conn != nil && !a.conn.IsClosed() {
+		resp.Backend = a.conn.PgConn().PID()
+	}
+	b, _ := json.Marshal(resp)
+	w.Write(append(b, '\n'))
+	return w.Flush()
+}
+
+func (a *agent) connect() Response {
+	if a.conn != nil && !a.conn.IsClosed() {
+		return Response{}
+	}
+	conn, err := sut.Connect(context.Background(), a.spec.ConnString, a.spec.Statements.Schema)
+	if err != nil {
+		return failure(err, false)
+	}
+	a.conn = conn
+	return Response{}
+}
+
+func (a *agent) handle(req Request) Response {
+	if req.Op == "reconnect" {
+		a.drop()
+		return a.connect()
+	}
+	if a.conn == nil || a.conn.IsClosed() {
+		a.tx = nil
+		if resp := a.connect(); resp.Err != "" {
+			return resp
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.spec.OpTimeout)
+	defer cancel()
+	resp := a.run(ctx, req)
+	if resp.Err != "" && !resp.ServerErr {
+		// The connection is in an unknown state: start afresh next time,
+		// as a production worker's pool would.
+		a.drop()
+	}
+	return resp
+}
+
+func (a *agent) run(ctx context.Context, req Request) Response {
+	st := a.spec.Statements
+	var q sut.Querier = a.conn
+	if a.tx != nil {
+		q = a.tx
+	}
+	switch req.Op {
+	case "claim", "begin":
+		if req.Op == "begin" {
+			if a.tx != nil {
+				return Response{Err: "begin: a transaction is already open"}
+			}
+			tx, err := a.conn.Begin(ctx)
+			if err != nil {
+				return failure(err, ctx.Err() != nil)
+			}
+			a.tx, q = tx, tx
+		}
+		c, err := st.Claim(ctx, q, a.spec.Name)
+		if err != nil {
+			return failure(err, ctx.Err() != nil)
+		}
+		return Response{Found: c.Found, ID: c.ID, Event: c.Event, Gen: c.Gen}
+	case "commit", "rollback":
+		if a.tx == nil {
+			return Response{Err: req.Op + ": no open transaction"}
+		}
+		tx := a.tx
+		a.tx = nil
+		var err error
+		if req.Op == "commit" {
+			err = tx.Commit(ctx)
+		} else {
+			err = tx.Rollback(ctx)
+		}
+		if err != nil {
+			return failure(err, ctx.Err() != nil)
+		}
+		return Response{}
+	case sut.Complete, sut.Retry, sut.Renew:
+		ok, err := st.Apply(ctx, q, req.Op, sut.Args{ID: req.ID, Gen: req.Gen, Worker: a.spec.Name})
+		if err != nil {
+			return failure(err, ctx.Err() != nil)
+		}
+		return Response{Applied: ok}
+	}
+	return Response{Err: fmt.Sprintf("unknown op %q", req.Op)}
+}
+
+func (a *agent) drop() {
+	a.tx = nil
+	if a.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 0)
+		a.conn.Close(ctx) // do not wait on a dead peer
+		cancel()
+		a.conn = nil
+	}
+}
+
+func failure(err error, timedOut bool) Response {
+	timedOut = timedOut || errors.Is(err, context.DeadlineExceeded)
+	return Response{Err: err.Error(), ServerErr: sut.IsServerError(err), Timeout: timedOut}
+}

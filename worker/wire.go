@@ -1,0 +1,53 @@
+// Package worker runs each simulated outbox worker as a real OS process with
+// its own PostgreSQL connection, driven over a pipe one request at a time, so
+// that SIGKILL, SIGSTOP and SIGCONT act on a real process and a real backend.
+//
+// The process is the current executable re-executed with OUTBOXLAB_WORKER
+// set: a test binary's TestMain and the outboxlab command both call
+// MainIfWorker first thing.
+package worker
+
+import (
+	"time"
+
+	"github.com/outboxlab/outboxlab/sut"
+)
+
+const envVar = "OUTBOXLAB_WORKER"
+
+// Spec is what a worker process needs: where to connect and what to run.
+type Spec struct {
+	Name       string
+	ConnString string // may point at a fault proxy rather than the server
+	Statements *sut.Statements
+	// OpTimeout bounds every statement; a claim that waits on a lock longer
+	// than this is reported as blocked.
+	OpTimeout time.Duration
+}
+
+// Request is one line the parent writes.
+type Request struct {
+	Op  string `json:"op"` // claim, begin, commit, rollback, complete, retry, renew, reconnect
+	ID  string `json:"id,omitempty"`
+	Gen int64  `json:"gen,omitempty"`
+}
+
+// Response is one line the worker writes back.
+type Response struct {
+	Found   bool   `json:"found,omitempty"`
+	ID      string `json:"id,omitempty"`
+	Event   string `json:"event,omitempty"`
+	Gen     int64  `json:"gen,omitempty"`
+	Applied bool   `json:"applied,omitempty"`
+	Err     string `json:"err,omitempty"`
+	// ServerErr is set when the server ran the statement and reported an
+	// error; any other error (connection lost, timeout) leaves the outcome
+	// unknown.
+	ServerErr bool `json:"server_err,omitempty"`
+	// Timeout is set when the statement hit OpTimeout (a claim blocked on a
+	// lock, or a black-holed connection).
+	Timeout bool `json:"timeout,omitempty"`
+	// Backend is the server process id of the worker's connection (0 when
+	// it has none), so the parent can wait for it to end after a kill.
+	Backend uint32 `json:"backend,omitempty"`
+}
