@@ -20,7 +20,7 @@ var (
 func TestModelProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := New(rapid.SampledFrom([]Order{FIFO, Any}).Draw(t, "order"))
-		steps := rapid.IntRange(1, 200).Draw(t, "steps")
+		steps := rapid.IntRange(1, 400).Draw(t, "steps")
 		for range steps {
 			op := drawOp(t, s)
 			lost := rapid.IntRange(0, 9).Draw(t, "lost") == 0

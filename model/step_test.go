@@ -184,6 +184,10 @@ func TestBlocks(t *testing.T) {
 			t.Errorf("Blocks(%s) = %v, want %v", tc.op, got, tc.want)
 		}
 	}
+	// A fixture runs on the suite's connection even if the op names the lock holder.
+	if !s.Blocks(Op{Kind: Expire, Worker: "w1", Event: "e1"}) {
+		t.Error("Expire(e1) naming w1 does not block behind w1's lock")
+	}
 }
 
 func TestEligibleAndIsCurrent(t *testing.T) {

@@ -1,0 +1,59 @@
+// Command outboxlab runs the suite against protocol files: the article's six
+// scenarios (scenarios), the state machine (check) and the performance
+// figures (bench).
+//
+// Exit status: 0 every protocol passed, 1 a counterexample or failing
+// scenario was found, 2 bad input or no database.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/worker"
+)
+
+const usage = `usage:
+  outboxlab check [flags] [PROTOCOL ...]      run the state machine (default: leased baseline)
+  outboxlab scenarios [--json] [PROTOCOL ...]  run the article's six scenario tests
+  outboxlab bench [--json]                     measure the suite against the SQL floor
+
+PROTOCOL is a protocol file or a built-in name (leased, baseline).
+Run "outboxlab COMMAND -h" for a command's flags.
+`
+
+// Exit statuses.
+const (
+	exitPass = 0
+	exitFail = 1
+	exitBad  = 2
+)
+
+func main() {
+	worker.MainIfWorker()
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	pgserver.CloseShared()
+	os.Exit(code)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitBad
+	}
+	switch args[0] {
+	case "scenarios":
+		return runScenarios(args[1:], stdout, stderr)
+	case "check":
+		return runCheck(args[1:], stdout, stderr)
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitPass
+	}
+	fmt.Fprintf(stderr, "outboxlab: unknown command %q\n%s", args[0], usage)
+	return exitBad
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/sut"
+)
+
+// loadAll resolves every protocol argument (the built-ins when none is
+// given) before anything runs, so a bad file is reported at once.
+func loadAll(args []string) ([]*sut.Protocol, error) {
+	if len(args) == 0 {
+		args = []string{"leased", "baseline"}
+	}
+	var out []*sut.Protocol
+	for _, a := range args {
+		p, err := sut.Resolve(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// installAll starts (or finds) the server and installs every protocol in a
+// schema of its own, checking each with the server before any step runs.
+func installAll(protocols []*sut.Protocol) (*pgserver.Server, []*sut.Instance, error) {
+	srv, err := pgserver.Shared()
+	if err != nil {
+		return nil, nil, err
+	}
+	var insts []*sut.Instance
+	for _, p := range protocols {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		inst, err := sut.Install(ctx, srv.ConnString(), p)
+		cancel()
+		if err != nil {
+			closeAll(insts)
+			return nil, nil, err
+		}
+		insts = append(insts, inst)
+	}
+	return srv, insts, nil
+}
+
+func closeAll(insts []*sut.Instance) {
+	for _, inst := range insts {
+		inst.Close()
+	}
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
