@@ -84,8 +84,21 @@ func (a *agent) connect() Response {
 }
 
 func (a *agent) handle(req Request) Response {
-	if req.Op == "reconnect" {
+	switch req.Op {
+	case "reconnect":
 		a.drop()
+		return a.connect()
+	case "reset":
+		// A new check: no transaction left open, a working connection.
+		if a.tx != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), a.spec.OpTimeout)
+			err := a.tx.Rollback(ctx)
+			cancel()
+			a.tx = nil
+			if err != nil {
+				a.drop()
+			}
+		}
 		return a.connect()
 	}
 	if a.conn == nil || a.conn.IsClosed() {

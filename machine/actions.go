@@ -1,0 +1,168 @@
+package machine
+
+import (
+	"github.com/outboxlab/outboxlab/model"
+	"pgregory.net/rapid"
+)
+
+// actions is the rapid action table: each action picks its arguments among
+// the valid ones (skipping before any draw when there are none) and runs
+// one step. The "" entry is rapid's per-step invariant hook; the checks run
+// inside every step already, so it only guards the model's own sanity.
+func (r *run) actions() map[string]func(*rapid.T) {
+	all := map[string]func(*rapid.T){
+		ActEnqueue:       r.enqueue,
+		ActClaim:         func(t *rapid.T) { r.claim(t, model.ClaimOp) },
+		ActBegin:         func(t *rapid.T) { r.claim(t, model.Begin) },
+		ActCommit:        func(t *rapid.T) { r.endTx(t, model.Commit) },
+		ActRollback:      func(t *rapid.T) { r.endTx(t, model.Rollback) },
+		ActComplete:      func(t *rapid.T) { r.outcome(t, model.Complete, false) },
+		ActRetry:         func(t *rapid.T) { r.outcome(t, model.Retry, false) },
+		ActRenew:         func(t *rapid.T) { r.outcome(t, model.Renew, false) },
+		ActStaleComplete: func(t *rapid.T) { r.outcome(t, model.Complete, true) },
+		ActStaleRetry:    func(t *rapid.T) { r.outcome(t, model.Retry, true) },
+		ActStaleRenew:    func(t *rapid.T) { r.outcome(t, model.Renew, true) },
+		ActPause:         r.pause,
+		ActResume:        r.resume,
+		ActKill:          r.killAction,
+		ActRespawn:       r.respawn,
+		ActExpire:        func(t *rapid.T) { r.fixture(t, model.Expire) },
+		ActMakeDue:       func(t *rapid.T) { r.fixture(t, model.MakeDue) },
+		ActRequestLost:   func(t *rapid.T) { r.networkFault(t, false) },
+		ActReplyLost:     func(t *rapid.T) { r.networkFault(t, true) },
+		ActDBRestart:     r.dbRestart,
+	}
+	hasRenew := r.h.Inst.Proto.Has("renew")
+	out := map[string]func(*rapid.T){"": func(*rapid.T) {}}
+	for name, act := range all {
+		if !r.h.Cfg.enabled(name) {
+			continue
+		}
+		if !hasRenew && (name == ActRenew || name == ActStaleRenew) {
+			continue
+		}
+		if name == ActDBRestart && (r.h.Faults == nil || !r.h.Faults.CanRestart()) {
+			continue
+		}
+		if (name == ActRequestLost || name == ActReplyLost) && r.h.Faults == nil {
+			continue
+		}
+		out[name] = act
+	}
+	return out
+}
+
+// Worker sets, from the process states and the model's open transactions.
+
+func (r *run) alive(w string) bool   { return !r.dead[w] }
+func (r *run) running(w string) bool { return !r.dead[w] && !r.h.procs[w].Paused() }
+
+func (r *run) inTx(w string) bool {
+	for _, p := range r.model().Pending {
+		if p.Worker == w {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *run) workersWhere(ok func(string) bool) []string {
+	var out []string
+	for _, w := range r.workers {
+		if ok(w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func pick[T any](t *rapid.T, label string, from []T) T {
+	if len(from) == 0 {
+		t.Skip("nothing to choose")
+	}
+	return rapid.SampledFrom(from).Draw(t, label)
+}
+
+func (r *run) enqueue(t *rapid.T) {
+	if r.nextEvent >= r.h.Cfg.MaxEvents {
+		t.Skip("enough events")
+	}
+	e := eventName(r.nextEvent)
+	r.nextEvent++
+	r.exec(model.Op{Kind: model.Enqueue, Event: e}, func() model.Outcome { return r.runEnqueue(e) })
+}
+
+func (r *run) claim(t *rapid.T, kind model.Kind) {
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) }))
+	r.exec(model.Op{Kind: kind, Worker: w}, func() model.Outcome { return r.runClaim(w, kind) })
+}
+
+func (r *run) endTx(t *rapid.T, kind model.Kind) {
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && r.inTx(w) }))
+	r.exec(model.Op{Kind: kind, Worker: w}, func() model.Outcome { return r.runEndTx(w, kind) })
+}
+
+// outcome runs complete, retry or renew with one of a worker's claims: a
+// current one, or with stale set, one that is no longer current (expired,
+// reclaimed, completed or retried): the paused worker waking up late.
+func (r *run) outcome(t *rapid.T, kind model.Kind, stale bool) {
+	s := r.model()
+	var cands []model.Claim
+	for _, c := range s.Claims {
+		op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen}
+		if s.IsCurrent(c) == stale || !r.running(c.Worker) || r.inTx(c.Worker) || r.blocks(op) {
+			continue
+		}
+		cands = append(cands, c)
+	}
+	c := pick(t, "claim", cands)
+	op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen}
+	r.exec(op, func() model.Outcome { return r.runOutcome(op) })
+}
+
+func (r *run) blocks(op model.Op) bool {
+	for _, s := range r.states {
+		if s.Blocks(op) || s.Precondition(op) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *run) pause(t *rapid.T) {
+	w := pick(t, "worker", r.workersWhere(r.running))
+	r.exec(model.Op{Kind: model.Pause, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Pause) })
+}
+
+func (r *run) resume(t *rapid.T) {
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.alive(w) && !r.running(w) }))
+	r.exec(model.Op{Kind: model.Resume, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Resume) })
+}
+
+func (r *run) killAction(t *rapid.T) {
+	w := pick(t, "worker", r.workersWhere(r.alive))
+	r.exec(model.Op{Kind: model.Kill, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Kill) })
+}
+
+func (r *run) respawn(t *rapid.T) {
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.dead[w] }))
+	r.exec(model.Op{Kind: model.Respawn, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Respawn) })
+}
+
+// fixture expires a live lease or makes a waiting row due, on the
+// harness's own connection, as the article's tests do.
+func (r *run) fixture(t *rapid.T, kind model.Kind) {
+	var cands []string
+	for _, row := range r.model().Rows {
+		op := model.Op{Kind: kind, Event: row.Event}
+		if r.blocks(op) {
+			continue
+		}
+		if kind == model.Expire && row.Status == model.InProgress && row.LeaseLive ||
+			kind == model.MakeDue && row.Status == model.Ready && !row.Due {
+			cands = append(cands, row.Event)
+		}
+	}
+	e := pick(t, "event", cands)
+	r.exec(model.Op{Kind: kind, Event: e}, func() model.Outcome { return r.runFixture(kind, e) })
+}

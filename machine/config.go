@@ -1,0 +1,71 @@
+// Package machine is the rapid state machine: it drives real worker
+// processes through a protocol's statements, interleaving claims, open
+// transactions, pauses, kills, lease expiry and stale outcomes, and after
+// every step compares what the workers saw and what the table holds with
+// the model. properties_test.go and `outboxlab check` both run it.
+package machine
+
+import "time"
+
+// Config is everything a run varies: CI and nightly differ here, not in code.
+type Config struct {
+	MinWorkers, MaxWorkers int // worker processes in one check
+	MinEvents, MaxEvents   int // events at the start / at most via enqueue
+	// Actions restricts the machine to these actions (nil: all). Tests use
+	// it to find each failure class of a protocol on its own.
+	Actions []string
+	// Faults enables the network and server faults (see faults/).
+	Faults bool
+	// OpTimeout bounds every statement; a claim that waits longer than this
+	// is reported as blocked.
+	OpTimeout time.Duration
+}
+
+// Default is the CI configuration.
+func Default() Config {
+	return Config{MinWorkers: 2, MaxWorkers: 4, MinEvents: 1, MaxEvents: 4, OpTimeout: 2 * time.Second}
+}
+
+// Action names, as rapid prints them in a shrunk program.
+const (
+	ActEnqueue       = "enqueue"
+	ActClaim         = "claim"
+	ActBegin         = "begin"
+	ActCommit        = "commit"
+	ActRollback      = "rollback"
+	ActComplete      = "complete"
+	ActRetry         = "retry"
+	ActRenew         = "renew"
+	ActStaleComplete = "stale_complete"
+	ActStaleRetry    = "stale_retry"
+	ActStaleRenew    = "stale_renew"
+	ActPause         = "pause"
+	ActResume        = "resume"
+	ActKill          = "kill"
+	ActRespawn       = "respawn"
+	ActExpire        = "expire"
+	ActMakeDue       = "make_due"
+	ActRequestLost   = "request_lost"
+	ActReplyLost     = "reply_lost"
+	ActDBRestart     = "db_restart"
+)
+
+// FaultActions are enabled only with Config.Faults.
+var FaultActions = []string{ActRequestLost, ActReplyLost, ActDBRestart}
+
+func (c Config) enabled(action string) bool {
+	if c.Actions == nil {
+		for _, f := range FaultActions {
+			if f == action {
+				return c.Faults
+			}
+		}
+		return true
+	}
+	for _, a := range c.Actions {
+		if a == action {
+			return true
+		}
+	}
+	return false
+}

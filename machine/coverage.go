@@ -1,0 +1,93 @@
+package machine
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+)
+
+// Coverage classes: what a run must have exercised to prove anything.
+const (
+	CovClaim                 = "claim"
+	CovReclaim               = "reclaim"
+	CovComplete              = "complete"
+	CovStaleCompleteRejected = "stale_complete_rejected"
+	CovRetry                 = "retry"
+	CovStaleRetryRejected    = "stale_retry_rejected"
+	CovRenew                 = "renew"
+	CovExpire                = "expire"
+	CovPause                 = "pause"
+	CovKill                  = "kill"
+	CovOpenTxSkip            = "open_tx_skip"
+	CovRequestLost           = "request_lost"
+	CovReplyLost             = "reply_lost"
+	CovDBRestart             = "db_restart"
+)
+
+// BaseClasses must all be non-zero after a default-budget run of a correct
+// protocol (renew only when the protocol has one); FaultClasses too when
+// faults are on.
+var (
+	BaseClasses  = []string{CovClaim, CovReclaim, CovComplete, CovStaleCompleteRejected, CovRetry, CovStaleRetryRejected, CovRenew, CovExpire, CovPause, CovKill, CovOpenTxSkip}
+	FaultClasses = []string{CovRequestLost, CovReplyLost, CovDBRestart}
+)
+
+// Coverage counts events across all checks of a run.
+type Coverage struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *Coverage) add(class string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.counts == nil {
+		c.counts = map[string]int{}
+	}
+	c.counts[class]++
+}
+
+// Counts returns a copy of the counts.
+func (c *Coverage) Counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range c.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// Missing lists the required classes that never happened.
+func (c *Coverage) Missing(required []string) []string {
+	counts := c.Counts()
+	var out []string
+	for _, k := range required {
+		if counts[k] == 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Print writes the coverage table.
+func (c *Coverage) Print(w io.Writer, classes []string) {
+	counts := c.Counts()
+	seen := map[string]bool{}
+	var names []string
+	for _, k := range classes {
+		names = append(names, k)
+		seen[k] = true
+	}
+	var extra []string
+	for k := range counts {
+		if !seen[k] {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	for _, k := range append(names, extra...) {
+		fmt.Fprintf(w, "  %-24s %7d\n", k, counts[k])
+	}
+}

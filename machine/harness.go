@@ -1,0 +1,199 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/sut"
+	"github.com/outboxlab/outboxlab/worker"
+	"pgregory.net/rapid"
+)
+
+// Harness runs checks of one protocol. Worker processes are kept across
+// checks (a check resets the table, resumes paused workers, respawns
+// killed ones and rolls back open transactions) so that a check costs the
+// SQL it runs, not process start-up.
+type Harness struct {
+	Cfg      Config
+	Srv      *pgserver.Server
+	Inst     *sut.Instance
+	Coverage Coverage
+	Faults   FaultInjector // nil unless Cfg.Faults
+
+	mu      sync.Mutex
+	procs   map[string]*worker.Process
+	program []string // the current check's program, one line a step
+	failure *Violation
+	checks  int
+	steps   int
+	elapsed time.Duration
+}
+
+// FaultInjector is what the network and server faults offer the machine
+// (implemented in faults/); the machine stays independent of toxiproxy.
+type FaultInjector interface {
+	// WorkerConnString is where worker w connects (its own proxy).
+	WorkerConnString(w string) string
+	// LoseRequest makes w's next statement never reach the server.
+	LoseRequest(w string) (undo func(), err error)
+	// LoseReply lets w's next statement run and commit, and loses its reply.
+	LoseReply(w string) (undo func(), err error)
+	// CanRestart reports whether the server may be crashed and restarted.
+	CanRestart() bool
+	// Restart crashes the server and starts it again.
+	Restart(ctx context.Context) error
+}
+
+// Violation is a broken rule: Rule is the deterministic failure message
+// rapid shrinks on; Detail is the full explanation with the step.
+type Violation struct {
+	Rule   string
+	Detail string
+}
+
+// New prepares a harness for an installed protocol.
+func New(srv *pgserver.Server, inst *sut.Instance, cfg Config) *Harness {
+	return &Harness{Cfg: cfg, Srv: srv, Inst: inst, procs: map[string]*worker.Process{}}
+}
+
+// Close kills every worker process.
+func (h *Harness) Close() {
+	for name, p := range h.procs {
+		p.Kill()
+		delete(h.procs, name)
+	}
+}
+
+// Program is the last check's program: after a failed rapid.Check, the
+// shrunk counterexample, since rapid replays the minimal case last.
+func (h *Harness) Program() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.program...)
+}
+
+// Failure is the violation of the last check, nil if it passed.
+func (h *Harness) Failure() *Violation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failure
+}
+
+// Stats reports checks and steps run so far and the time spent in them.
+func (h *Harness) Stats() (checks, steps int, elapsed time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.checks, h.steps, h.elapsed
+}
+
+// Check is one rapid check: reset, a random program, then the drain.
+func (h *Harness) Check(t *rapid.T) {
+	start := time.Now()
+	r := h.begin(t)
+	defer func() {
+		h.mu.Lock()
+		h.checks++
+		h.elapsed += time.Since(start)
+		h.mu.Unlock()
+	}()
+	t.Repeat(r.actions())
+	r.drain()
+}
+
+func workerName(i int) string { return fmt.Sprintf("w%d", i+1) }
+
+func eventName(i int) string { return fmt.Sprintf("e%d", i+1) }
+
+// begin prepares a check: the pool in a known state, the tables reset to
+// the drawn number of events, the model in step.
+func (h *Harness) begin(t *rapid.T) *run {
+	h.mu.Lock()
+	h.program = nil
+	h.failure = nil
+	h.mu.Unlock()
+	nWorkers := rapid.IntRange(h.Cfg.MinWorkers, h.Cfg.MaxWorkers).Draw(t, "workers")
+	nEvents := rapid.IntRange(h.Cfg.MinEvents, h.Cfg.MaxEvents).Draw(t, "events")
+	r := &run{h: h, t: t, ids: map[string]string{}, dead: map[string]bool{}}
+	for i := 0; i < nWorkers; i++ {
+		r.workers = append(r.workers, workerName(i))
+	}
+	if err := h.preparePool(r.workers); err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	var events []string
+	state := model.New(h.Inst.Proto.Order)
+	for i := 0; i < nEvents; i++ {
+		events = append(events, eventName(i))
+		state = state.Step(model.Op{Kind: model.Enqueue, Event: eventName(i)})[0].Next
+	}
+	r.nextEvent = nEvents
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Inst.Reset(ctx, events); err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	r.states = []model.State{state}
+	r.observe(model.Op{Kind: model.Enqueue, Event: strings.Join(events, ",")}, model.Outcome{Kind: model.OK})
+	r.log(fmt.Sprintf("setup: %d workers (%s), events %s", nWorkers, strings.Join(r.workers, " "), strings.Join(events, " ")))
+	return r
+}
+
+// preparePool makes every named worker a live, running process with no
+// open transaction, whatever the previous check (passed or failed) left.
+func (h *Harness) preparePool(names []string) error {
+	for _, name := range names {
+		p := h.procs[name]
+		if p != nil && p.Paused() {
+			p.Resume()
+		}
+		if p != nil {
+			if _, err := p.Do(worker.Request{Op: "reset"}); err != nil {
+				h.kill(name)
+				p = nil
+			}
+		}
+		if p == nil {
+			if err := h.spawn(name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (h *Harness) spawn(name string) error {
+	cs := h.Inst.ConnString
+	if h.Faults != nil {
+		cs = h.Faults.WorkerConnString(name)
+	}
+	p, err := worker.Spawn(worker.Spec{Name: name, ConnString: cs, Statements: h.Inst.Statements, OpTimeout: h.Cfg.OpTimeout})
+	if err != nil {
+		return err
+	}
+	h.procs[name] = p
+	return nil
+}
+
+// kill SIGKILLs a worker and waits until the server has ended its backend,
+// so its open transaction's locks are gone before the next step.
+func (h *Harness) kill(name string) error {
+	p := h.procs[name]
+	if p == nil {
+		return nil
+	}
+	backend := p.Backend
+	p.Kill()
+	delete(h.procs, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if h.Faults != nil {
+		// Behind a proxy the server may not see the client go: end it.
+		worker.TerminateBackend(ctx, h.Inst.Conn, backend)
+	}
+	return worker.AwaitBackendGone(ctx, h.Inst.Conn, backend)
+}

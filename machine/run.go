@@ -1,0 +1,215 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/sut"
+	"pgregory.net/rapid"
+)
+
+// run is one check in progress: the possible model states (more than one
+// only while an ambiguous outcome is undecided), the last observed rows
+// and the workers' process states.
+type run struct {
+	h         *Harness
+	t         *rapid.T
+	states    []model.State
+	rows      []sut.StateRow
+	ids       map[string]string // event -> the protocol's id
+	workers   []string
+	dead      map[string]bool
+	nextEvent int
+	draining  bool
+	// faultPending is set while a network fault is armed, when a timeout
+	// is the fault's doing and not a blocked statement.
+	faultPending bool
+}
+
+func (r *run) model() model.State { return r.states[0] }
+
+func (r *run) hasGen() bool { return r.h.Inst.Statements.HasGen }
+
+func (r *run) log(line string) {
+	r.h.mu.Lock()
+	r.h.program = append(r.h.program, line)
+	r.h.mu.Unlock()
+}
+
+// fail records the violation and ends the check. Only the rule goes into
+// the failure message, so rapid sees the same message on every replay
+// and can shrink.
+func (r *run) fail(rule, detail string) {
+	r.h.mu.Lock()
+	r.h.failure = &Violation{Rule: rule, Detail: detail}
+	r.h.program = append(r.h.program, "   ^ violation: "+detail)
+	r.h.mu.Unlock()
+	r.t.Fatalf("%s", rule)
+}
+
+// exec runs one step: op against the real system (do), then the outcome
+// against the model, then the persisted rows against the model.
+func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
+	r.h.mu.Lock()
+	r.h.steps++
+	r.h.mu.Unlock()
+	for _, s := range r.states {
+		if err := s.Precondition(op); err != nil {
+			r.t.Fatalf("harness: %v: %v", op, err) // a bug in the action, not the protocol
+		}
+	}
+	got := do()
+	var next []model.State
+	var allowed []model.Transition
+	if got.Kind == model.Unknown {
+		for _, s := range r.states {
+			next = append(next, s.Ambiguous(op)...)
+		}
+	} else {
+		for _, s := range r.states {
+			for _, tr := range s.Step(op) {
+				allowed = append(allowed, tr)
+				if sameOutcome(tr.Out, got, r.hasGen()) {
+					next = append(next, tr.Next)
+					got.Gen = tr.Out.Gen // a protocol without generation: the model's count
+				}
+			}
+		}
+	}
+	line := fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, got))
+	if len(next) == 0 {
+		r.log(line + "   // model: " + outcomes(allowed))
+		if !r.hasGen() && got.Kind == model.Claimed {
+			got.Gen = allowed[0].Out.Gen
+		}
+		err := model.Explain(r.model(), op, got, allowed)
+		detail := fmt.Sprintf("%v", err)
+		r.fail(ruleOf(detail), detail)
+	}
+	if got.Kind == model.Unknown {
+		line += "   // ambiguous: applied or not, decided by the next read"
+	}
+	r.log(line)
+	r.countCoverage(op, got)
+	r.observe(op, got, next...)
+	return got
+}
+
+// observe reads the persisted rows and keeps the model states that match.
+func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
+	if next == nil {
+		next = r.states
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := r.h.Inst.Statements.ReadState(ctx, r.h.Inst.Conn)
+	if err != nil {
+		r.t.Fatalf("harness: read state: %v", err)
+	}
+	views := make([]model.RowView, len(rows))
+	for i, row := range rows {
+		views[i] = row.RowView
+		r.ids[row.Event] = row.ID
+	}
+	if err := model.CheckRows(views); err != nil {
+		r.fail(ruleOf(err.Error()), err.Error())
+	}
+	if r.rows != nil {
+		before := make([]model.RowView, len(r.rows))
+		for i, row := range r.rows {
+			before[i] = row.RowView
+		}
+		if err := model.CheckChange(before, views, op, got); err != nil {
+			r.fail(ruleOf(err.Error()), err.Error())
+		}
+	}
+	r.rows = rows
+	matched := model.Match(next, views, r.hasGen())
+	if len(matched) == 0 {
+		detail := "persisted rows differ from the model: " + diff(next[0].View(r.hasGen()), views)
+		r.fail("persisted rows differ from the model", detail)
+	}
+	r.states = matched
+}
+
+func (r *run) stepNumber() int {
+	n := 0
+	for _, l := range r.h.program {
+		if len(l) > 4 && l[3] == '.' {
+			n++
+		}
+	}
+	return n + 1
+}
+
+func sameOutcome(want, got model.Outcome, hasGen bool) bool {
+	if !hasGen {
+		want.Gen, got.Gen = 0, 0
+	}
+	return want == got
+}
+
+func outcomes(ts []model.Transition) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range ts {
+		s := t.Out.String()
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, " | ")
+}
+
+// ruleOf is the rule part of a model message: without the leading step
+// ("w1.Complete(e1, gen=1) -> applied: ") and the trailing detail in
+// parentheses, so that messages repeat exactly across shrinking.
+func ruleOf(msg string) string {
+	if i := strings.Index(msg, " -> "); i >= 0 {
+		if j := strings.Index(msg[i:], ": "); j >= 0 {
+			msg = msg[i+j+2:]
+		}
+	}
+	if i := strings.Index(msg, " ("); i > 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+func diff(want, got []model.RowView) string {
+	if len(want) != len(got) {
+		return fmt.Sprintf("%d rows, model has %d", len(got), len(want))
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if w.Event != g.Event || w.Status != g.Status || (w.HasGen && w.Gen != g.Gen) || w.LeaseHeld != g.LeaseHeld ||
+			(w.Status == model.InProgress && w.LeaseExpired != g.LeaseExpired) || (w.Status == model.Ready && w.Due != g.Due) {
+			return fmt.Sprintf("%s is %s, model has %s", g.Event, rowText(g), rowText(w))
+		}
+	}
+	return "rows agree with one model state but not with the step's outcome"
+}
+
+func rowText(v model.RowView) string {
+	s := string(v.Status)
+	if v.HasGen {
+		s += fmt.Sprintf(" gen=%d", v.Gen)
+	}
+	switch v.Status {
+	case model.InProgress:
+		if v.LeaseExpired {
+			s += " lease expired"
+		} else {
+			s += " lease live"
+		}
+	case model.Ready:
+		if !v.Due {
+			s += " waiting"
+		}
+	}
+	return s
+}
