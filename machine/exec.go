@@ -19,7 +19,9 @@ func (r *run) runEnqueue(e string) model.Outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st := r.h.Inst.Statements
-	if err := st.Exec(ctx, r.h.Inst.Conn, sut.Enqueue, sut.Args{EventID: e, Worker: "harness"}); err != nil {
+	var err error
+	r.h.timed(func() { err = st.Exec(ctx, r.h.Inst.Conn, sut.Enqueue, sut.Args{EventID: e, Worker: "harness"}) })
+	if err != nil {
 		r.fail("enqueue failed", fmt.Sprintf("Enqueue(%s) failed: %v", e, err))
 	}
 	return model.Outcome{Kind: model.OK}
@@ -68,7 +70,9 @@ func (r *run) runOutcome(op model.Op) model.Outcome {
 // connection is an unknown outcome.
 func (r *run) request(w string, req worker.Request, op model.Op) (worker.Response, bool) {
 	p := r.h.procs[w]
-	resp, err := p.Do(req)
+	var resp worker.Response
+	var err error
+	r.h.timed(func() { resp, err = p.Do(req) })
 	if errors.Is(err, worker.ErrHung) {
 		r.h.kill(w)
 		r.dead[w] = true
@@ -115,7 +119,9 @@ func (r *run) runFixture(kind model.Kind, e string) model.Outcome {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.h.Inst.Statements.Exec(ctx, r.h.Inst.Conn, section, sut.Args{ID: r.ids[e], Worker: "harness"}); err != nil {
+	var err error
+	r.h.timed(func() { err = r.h.Inst.Statements.Exec(ctx, r.h.Inst.Conn, section, sut.Args{ID: r.ids[e], Worker: "harness"}) })
+	if err != nil {
 		r.fail(section+" fixture failed", fmt.Sprintf("%s(%s) failed: %v", kind, e, err))
 	}
 	return model.Outcome{Kind: model.OK}

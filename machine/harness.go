@@ -32,6 +32,26 @@ type Harness struct {
 	checks  int
 	steps   int
 	elapsed time.Duration
+	// sqlTime is the wall time spent waiting on PostgreSQL: worker
+	// statements (pipe included) and the harness's reads and fixtures.
+	sqlTime time.Duration
+}
+
+// SQLTime is the time the checks so far spent waiting on PostgreSQL.
+func (h *Harness) SQLTime() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sqlTime
+}
+
+// timed runs f and adds its wall time to the SQL share.
+func (h *Harness) timed(f func()) {
+	start := time.Now()
+	f()
+	d := time.Since(start)
+	h.mu.Lock()
+	h.sqlTime += d
+	h.mu.Unlock()
 }
 
 // FaultInjector is what the network and server faults offer the machine
@@ -134,7 +154,9 @@ func (h *Harness) begin(t *rapid.T) *run {
 	r.nextEvent = nEvents
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := h.Inst.Reset(ctx, events); err != nil {
+	var err error
+	h.timed(func() { err = h.Inst.Reset(ctx, events) })
+	if err != nil {
 		t.Fatalf("harness: %v", err)
 	}
 	r.states = []model.State{state}

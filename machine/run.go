@@ -105,7 +105,9 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rows, err := r.h.Inst.Statements.ReadState(ctx, r.h.Inst.Conn)
+	var rows []sut.StateRow
+	var err error
+	r.h.timed(func() { rows, err = r.h.Inst.Statements.ReadState(ctx, r.h.Inst.Conn) })
 	if err != nil {
 		r.t.Fatalf("harness: read state: %v", err)
 	}
