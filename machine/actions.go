@@ -129,8 +129,20 @@ func (r *run) blocks(op model.Op) bool {
 	return false
 }
 
+// othersRunning reports whether a worker other than w is running: pause
+// and kill keep one, so that some action is always possible and rapid does
+// not give up on a program where every worker is stopped.
+func (r *run) othersRunning(w string) bool {
+	for _, o := range r.workers {
+		if o != w && r.running(o) {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *run) pause(t *rapid.T) {
-	w := pick(t, "worker", r.workersWhere(r.running))
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && r.othersRunning(w) }))
 	r.exec(model.Op{Kind: model.Pause, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Pause) })
 }
 
@@ -140,7 +152,7 @@ func (r *run) resume(t *rapid.T) {
 }
 
 func (r *run) killAction(t *rapid.T) {
-	w := pick(t, "worker", r.workersWhere(r.alive))
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.alive(w) && r.othersRunning(w) }))
 	r.exec(model.Op{Kind: model.Kill, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Kill) })
 }
 

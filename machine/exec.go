@@ -120,7 +120,9 @@ func (r *run) runFixture(kind model.Kind, e string) model.Outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var err error
-	r.h.timed(func() { err = r.h.Inst.Statements.Exec(ctx, r.h.Inst.Conn, section, sut.Args{ID: r.ids[e], Worker: "harness"}) })
+	r.h.timed(func() {
+		err = r.h.Inst.Statements.Exec(ctx, r.h.Inst.Conn, section, sut.Args{ID: r.ids[e], Worker: "harness"})
+	})
 	if err != nil {
 		r.fail(section+" fixture failed", fmt.Sprintf("%s(%s) failed: %v", kind, e, err))
 	}
