@@ -3,4 +3,3 @@ package main
 import "io"
 
 func runCheck(args []string, stdout, stderr io.Writer) int { return exitBad }
-func runBench(args []string, stdout, stderr io.Writer) int { return exitBad }
