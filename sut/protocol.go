@@ -205,21 +205,23 @@ func checkSection(file string, s *Section) error {
 }
 
 // lineOfStatement is the file line on which the n-th statement of s starts.
+// Comments and empty statements before it are skipped.
 func lineOfStatement(s *Section, n int) int {
-	seen, start := 0, 0
+	var ends []int
 	for _, t := range scanSQL(s.SQL) {
-		if t.kind != ';' {
-			continue
+		if t.kind == ';' {
+			ends = append(ends, t.offset)
 		}
-		if hasCode(s.SQL[start:t.offset]) {
+	}
+	seen, start := 0, 0
+	for _, end := range append(ends, len(s.SQL)) {
+		if c := codeStart(s.SQL[start:end]); c >= 0 {
 			seen++
-			if seen == n-1 {
-				rest := s.SQL[t.offset+1:]
-				skip := len(rest) - len(strings.TrimLeft(rest, " \t\r\n"))
-				return s.Line + 1 + strings.Count(s.SQL[:t.offset+1+skip], "\n")
+			if seen == n {
+				return s.Line + 1 + strings.Count(s.SQL[:start+c], "\n")
 			}
 		}
-		start = t.offset + 1
+		start = end + 1
 	}
 	return s.Line
 }

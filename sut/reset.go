@@ -50,21 +50,24 @@ func planReset(ctx context.Context, conn *pgx.Conn, schema string, enqueueSQL st
 func (inst *Instance) Reset(ctx context.Context, events []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	key := strings.Join(events, ",")
+	key := fmt.Sprintf("%q", events) // unambiguous, unlike a join on ","
 	sql, ok := inst.reset.cache[key]
 	if !ok {
 		parts := []string{inst.reset.clear}
 		for _, e := range events {
 			parts = append(parts, withLiterals(inst.reset.enqueue, map[string]string{"event_id": e, "worker": "harness"}))
 		}
-		sql = strings.Join(parts, ";\n")
+		// The separator goes on a line of its own: an enqueue section may
+		// end in a comment (its trailing ";" is optional).
+		sql = strings.Join(parts, "\n;\n")
 		inst.reset.cache[key] = sql
 	}
 	err := inst.Conn.PgConn().Exec(ctx, sql).Close()
-	if err != nil && inst.reset.fallback != "" && IsServerError(err) {
+	if err != nil && inst.reset.fallback != "" && inst.reset.clear != inst.reset.fallback && IsServerError(err) {
 		// A foreign key between the protocol's tables: slower, but correct.
+		// Only once: any other error would come back from TRUNCATE too.
 		inst.reset.clear = inst.reset.fallback
-		delete(inst.reset.cache, key)
+		inst.reset.cache = map[string]string{}
 		return inst.Reset(ctx, events)
 	}
 	if err != nil {

@@ -21,6 +21,8 @@ func scanSQL(sql string) []sqlToken {
 	for i < len(sql) {
 		c := sql[i]
 		switch {
+		case c == '\'' && i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e') && (i == 1 || !isIdentChar(sql[i-2])):
+			i = skipEscapeString(sql, i)
 		case c == '\'' || c == '"':
 			i = skipQuoted(sql, i, c)
 		case c == '-' && strings.HasPrefix(sql[i:], "--"):
@@ -30,12 +32,9 @@ func scanSQL(sql string) []sqlToken {
 				i = len(sql)
 			}
 		case c == '/' && strings.HasPrefix(sql[i:], "/*"):
-			if j := strings.Index(sql[i+2:], "*/"); j >= 0 {
-				i += j + 4
-			} else {
-				i = len(sql)
-			}
-		case c == '$':
+			i = skipBlockComment(sql, i)
+		case c == '$' && (i == 0 || !isIdentChar(sql[i-1])):
+			// (after an identifier character, $ is part of the identifier)
 			i = skipDollar(sql, i)
 		case c == ';':
 			toks = append(toks, sqlToken{kind: ';', offset: i})
@@ -62,6 +61,43 @@ func skipQuoted(sql string, i int, q byte) int {
 				continue
 			}
 			return j + 1
+		}
+	}
+	return len(sql)
+}
+
+// skipEscapeString skips an E'...' string, where a backslash escapes the
+// next character.
+func skipEscapeString(sql string, i int) int {
+	for j := i + 1; j < len(sql); j++ {
+		switch sql[j] {
+		case '\\':
+			j++
+		case '\'':
+			if j+1 < len(sql) && sql[j+1] == '\'' {
+				j++
+				continue
+			}
+			return j + 1
+		}
+	}
+	return len(sql)
+}
+
+// skipBlockComment skips a /* ... */ comment; they nest, as in the server.
+func skipBlockComment(sql string, i int) int {
+	depth := 0
+	for j := i; j+1 < len(sql); j++ {
+		switch {
+		case sql[j] == '/' && sql[j+1] == '*':
+			depth++
+			j++
+		case sql[j] == '*' && sql[j+1] == '/':
+			depth--
+			j++
+			if depth == 0 {
+				return j + 1
+			}
 		}
 	}
 	return len(sql)
@@ -109,14 +145,29 @@ func statementCount(sql string) int {
 }
 
 // hasCode reports whether text holds anything but white space and comments.
-func hasCode(text string) bool {
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line != "" && !strings.HasPrefix(line, "--") {
-			return true
+func hasCode(text string) bool { return codeStart(text) >= 0 }
+
+// codeStart is the offset of the first character of text that is neither
+// white space nor part of a comment, or -1 when there is none.
+func codeStart(text string) int {
+	i := 0
+	for i < len(text) {
+		switch c := text[i]; {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v':
+			i++
+		case strings.HasPrefix(text[i:], "--"):
+			j := strings.IndexByte(text[i:], '\n')
+			if j < 0 {
+				return -1
+			}
+			i += j
+		case strings.HasPrefix(text[i:], "/*"):
+			i = skipBlockComment(text, i)
+		default:
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // positional rewrites named parameters to $1, $2... in order of first use
