@@ -1,5 +1,268 @@
 package main
 
-import "io"
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
 
-func runCheck(args []string, stdout, stderr io.Writer) int { return exitBad }
+	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/sut"
+)
+
+// checkResult is one protocol's verdict, the JSON object `check --json` prints.
+type checkResult struct {
+	Protocol       string         `json:"protocol"`
+	Result         string         `json:"result"` // pass, fail or error
+	Seed           uint64         `json:"seed"`
+	Checks         int            `json:"checks"`
+	Steps          int            `json:"steps"`
+	Seconds        float64        `json:"seconds"`
+	Violation      string         `json:"violation"`
+	Counterexample []string       `json:"counterexample"`
+	Reproduce      string         `json:"reproduce,omitempty"`
+	Coverage       map[string]int `json:"coverage"`
+	Uncovered      []string       `json:"uncovered,omitempty"`
+	Error          string         `json:"error,omitempty"`
+}
+
+type checkFlags struct {
+	asJSON  bool
+	checks  int
+	steps   int
+	seed    uint64
+	faults  bool
+	workers int
+}
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f checkFlags
+	def := machine.Default()
+	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object per protocol")
+	fs.IntVar(&f.checks, "checks", 0, "checks (random programs) per protocol (default: rapid's, 100, or RAPID_CHECKS)")
+	fs.IntVar(&f.steps, "steps", 0, "average steps per check (default: rapid's, 30, or RAPID_STEPS)")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed of the first check (0: random); a failure prints the seed that reproduces it")
+	fs.BoolVar(&f.faults, "faults", def.Faults, "inject network faults and server restarts")
+	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: outboxlab check [flags] [PROTOCOL ...]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitBad
+	}
+	if f.checks < 0 || f.steps < 0 || f.workers < 2 {
+		fmt.Fprintln(stderr, "outboxlab check: --checks and --steps must be positive and --workers at least 2")
+		return exitBad
+	}
+	protocols, err := loadAll(fs.Args())
+	if err != nil {
+		fmt.Fprintln(stderr, "outboxlab:", err)
+		return exitBad
+	}
+	if err := setRapidFlags(&f); err != nil {
+		fmt.Fprintln(stderr, "outboxlab check:", err)
+		return exitBad
+	}
+	srv, insts, err := installAll(protocols)
+	if err != nil {
+		fmt.Fprintln(stderr, "outboxlab:", err)
+		return exitBad
+	}
+	defer closeAll(insts)
+	cfg := def
+	cfg.Faults = f.faults
+	cfg.MaxWorkers = f.workers
+	if cfg.MinWorkers > cfg.MaxWorkers {
+		cfg.MinWorkers = cfg.MaxWorkers
+	}
+	code := exitPass
+	for _, inst := range insts {
+		res := checkOne(srv, inst, cfg, f, stderr)
+		switch res.Result {
+		case "fail":
+			code = max(code, exitFail)
+		case "error":
+			code = exitBad
+		}
+		if f.asJSON {
+			json.NewEncoder(stdout).Encode(res)
+		} else {
+			printResult(stdout, res)
+		}
+	}
+	return code
+}
+
+// setRapidFlags passes the budget to rapid through its own flags; rapid
+// reads them when a check starts.
+func setRapidFlags(f *checkFlags) error {
+	// rapid consults testing.Short; outside `go test` the testing flags
+	// must be registered first.
+	testing.Init()
+	if !flag.Parsed() {
+		flag.CommandLine.Parse(nil)
+	}
+	if f.seed == 0 {
+		f.seed = rand.Uint64N(1 << 53)
+	}
+	set := map[string]string{"rapid.seed": strconv.FormatUint(f.seed, 10), "rapid.nofailfile": "true"}
+	if f.checks > 0 {
+		set["rapid.checks"] = strconv.Itoa(f.checks)
+	}
+	if f.steps > 0 {
+		set["rapid.steps"] = strconv.Itoa(f.steps)
+	}
+	for k, v := range set {
+		if err := flag.CommandLine.Set(k, v); err != nil {
+			return fmt.Errorf("set %s: %w", k, err)
+		}
+	}
+	if f.checks == 0 {
+		f.checks, _ = strconv.Atoi(flag.CommandLine.Lookup("rapid.checks").Value.String())
+	}
+	return nil
+}
+
+var (
+	seedInReport = regexp.MustCompile(`-rapid\.seed=(\d+)`)
+	failedAfter  = regexp.MustCompile(`failed after (\d+) tests`)
+)
+
+func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f checkFlags, stderr io.Writer) checkResult {
+	res := checkResult{Protocol: inst.Proto.Name, Seed: f.seed, Counterexample: []string{}}
+	h := machine.New(srv, inst, cfg)
+	defer h.Close()
+	if cfg.Faults {
+		detach, err := attachFaults(srv, h)
+		if err != nil {
+			res.Result, res.Error = "error", err.Error()
+			return res
+		}
+		defer detach()
+	}
+	stop := showProgress(h, inst.Proto.Name, f.checks, stderr)
+	tb := machine.NewRecordingTB("outboxlab check " + inst.Proto.Name)
+	passed := tb.RunCheck(h)
+	stop()
+	checks, steps, elapsed := h.Stats()
+	res.Checks, res.Steps, res.Seconds = checks, steps, elapsed.Seconds()
+	res.Coverage = h.Coverage.Counts()
+	required := machine.BaseClasses
+	if cfg.Faults {
+		required = append(required, machine.FaultClasses...)
+		if !srv.Owned() {
+			required = dropClass(required, machine.CovDBRestart)
+		}
+	}
+	if !inst.Proto.Has(sut.Renew) {
+		required = dropClass(required, machine.CovRenew)
+	}
+	switch v := h.Failure(); {
+	case passed:
+		res.Result = "pass"
+		res.Uncovered = h.Coverage.Missing(required)
+	case v != nil:
+		res.Result = "fail"
+		res.Violation = v.Rule
+		res.Counterexample = h.Program()
+		if m := failedAfter.FindStringSubmatch(tb.Errors()); m != nil {
+			res.Checks, _ = strconv.Atoi(m[1])
+			res.Checks++ // the failing one
+		}
+		seed := f.seed
+		if m := seedInReport.FindStringSubmatch(tb.Errors()); m != nil {
+			seed, _ = strconv.ParseUint(m[1], 10, 64)
+		}
+		res.Reproduce = reproduceCommand(inst.Proto, seed, cfg)
+	default:
+		res.Result = "error"
+		res.Error = firstLine(tb.Errors())
+	}
+	return res
+}
+
+func reproduceCommand(p *sut.Protocol, seed uint64, cfg machine.Config) string {
+	arg := p.Name
+	if !strings.HasPrefix(p.File, "builtin/") {
+		arg = p.File
+	}
+	cmd := fmt.Sprintf("outboxlab check --checks 1 --seed %d", seed)
+	if !cfg.Faults {
+		cmd += " --faults=false"
+	}
+	return cmd + " " + arg
+}
+
+func printResult(w io.Writer, r checkResult) {
+	switch r.Result {
+	case "pass":
+		fmt.Fprintf(w, "%s: pass (%d checks, %d steps, %.1fs, seed %d)\n", r.Protocol, r.Checks, r.Steps, r.Seconds, r.Seed)
+	case "fail":
+		fmt.Fprintf(w, "%s: FAIL: %s (found at check %d, %.1fs including shrinking)\n", r.Protocol, r.Violation, r.Checks, r.Seconds)
+		fmt.Fprintln(w, "  counterexample (shrunk):")
+		for _, line := range r.Counterexample {
+			fmt.Fprintln(w, "    "+line)
+		}
+		fmt.Fprintf(w, "  broken invariant: %s\n  reproduce: %s\n", r.Violation, r.Reproduce)
+	default:
+		fmt.Fprintf(w, "%s: ERROR: %s\n", r.Protocol, r.Error)
+		return
+	}
+	fmt.Fprintln(w, "  coverage:")
+	for _, k := range sortedKeys(r.Coverage) {
+		fmt.Fprintf(w, "    %-24s %7d\n", k, r.Coverage[k])
+	}
+	if len(r.Uncovered) > 0 {
+		fmt.Fprintf(w, "  warning: never exercised %s: raise --checks or --steps\n", strings.Join(r.Uncovered, ", "))
+	}
+}
+
+// showProgress prints checks done and steps per second every few seconds
+// on stderr, for long runs; the returned func stops it.
+func showProgress(h *machine.Harness, name string, total int, w io.Writer) func() {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(3 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				checks, steps, elapsed := h.Stats()
+				rate := float64(steps) / max(elapsed.Seconds(), 1e-9)
+				if h.Failure() != nil || checks > total {
+					fmt.Fprintf(w, "%s: shrinking a counterexample, %d runs, %.0f steps/s\n", name, checks, rate)
+					continue
+				}
+				fmt.Fprintf(w, "%s: %d/%d checks, %d steps, %.0f steps/s\n", name, checks, total, steps, rate)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func dropClass(list []string, drop string) []string {
+	var out []string
+	for _, x := range list {
+		if x != drop {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}

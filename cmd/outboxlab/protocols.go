@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/outboxlab/outboxlab/pgserver"
@@ -54,3 +55,12 @@ func closeAll(insts []*sut.Instance) {
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
