@@ -95,7 +95,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			code = exitBad
 		}
 		if f.asJSON {
-			json.NewEncoder(stdout).Encode(res)
+			enc := json.NewEncoder(stdout)
+			enc.SetEscapeHTML(false)
+			enc.Encode(res)
 		} else {
 			printResult(stdout, res)
 		}
