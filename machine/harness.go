@@ -167,19 +167,19 @@ func (h *Harness) begin(t *rapid.T) *run {
 
 // preparePool makes every named worker a live, running process with no
 // open transaction, whatever the previous check (passed or failed) left.
+// Every process of the pool is reset, named or not: a worker left paused
+// with an open transaction would hold row locks the reset must take.
 func (h *Harness) preparePool(names []string) error {
-	for _, name := range names {
-		p := h.procs[name]
-		if p != nil && p.Paused() {
+	for name, p := range h.procs {
+		if p.Paused() {
 			p.Resume()
 		}
-		if p != nil {
-			if _, err := p.Do(worker.Request{Op: "reset"}); err != nil {
-				h.kill(name)
-				p = nil
-			}
+		if _, err := p.Do(worker.Request{Op: "reset"}); err != nil {
+			h.kill(name)
 		}
-		if p == nil {
+	}
+	for _, name := range names {
+		if h.procs[name] == nil {
 			if err := h.spawn(name); err != nil {
 				return err
 			}
