@@ -27,6 +27,7 @@ type Harness struct {
 
 	mu      sync.Mutex
 	procs   map[string]*worker.Process
+	spares  spares   // connected processes ready to replace a killed worker
 	program []string // the current check's program, one line a step
 	failure *Violation
 	checks  int
@@ -83,6 +84,7 @@ func New(srv *pgserver.Server, inst *sut.Instance, cfg Config) *Harness {
 
 // Close kills every worker process.
 func (h *Harness) Close() {
+	h.spares.discard()
 	for name, p := range h.procs {
 		p.Kill()
 		delete(h.procs, name)
@@ -193,7 +195,13 @@ func (h *Harness) spawn(name string) error {
 	if h.Faults != nil {
 		cs = h.Faults.WorkerConnString(name)
 	}
-	p, err := worker.Spawn(worker.Spec{Name: name, ConnString: cs, Statements: h.Inst.Statements, OpTimeout: h.Cfg.OpTimeout})
+	spec := worker.Spec{Name: name, ConnString: cs, Statements: h.Inst.Statements, OpTimeout: h.Cfg.OpTimeout}
+	defer h.spares.refill(spec)
+	if p := h.spares.take(name); p != nil {
+		h.procs[name] = p
+		return nil
+	}
+	p, err := worker.Spawn(spec)
 	if err != nil {
 		return err
 	}
@@ -209,7 +217,7 @@ func (h *Harness) kill(name string) error {
 		return nil
 	}
 	backend := p.Backend
-	p.Kill()
+	p.KillAsync()
 	delete(h.procs, name)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

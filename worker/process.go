@@ -32,34 +32,18 @@ type Process struct {
 // (on a lock, or on a connection that black-holes its traffic).
 var ErrHung = errors.New("worker did not answer in time")
 
-// Spawn starts a worker process and waits until it has connected.
+// Spawn starts a worker and waits until it has connected. The process
+// comes from a small stock of started, idle processes (see warm.go), so a
+// respawn costs a connection, not an exec.
 func Spawn(spec Spec) (*Process, error) {
 	if spec.OpTimeout == 0 {
 		spec.OpTimeout = 5 * time.Second
 	}
-	exe, err := os.Executable()
+	p, err := takeWarm()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envVar+"=1")
-	// The worker dies with its parent, whatever kills the parent.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &Process{Name: spec.Name, spec: spec, cmd: cmd, lines: make(chan []byte, 1),
-		stderr: &bytes.Buffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start worker %s: %w", spec.Name, err)
-	}
-	go p.readLines(stdout)
-	go func() { p.cmd.Wait(); p.state = p.cmd.ProcessState; close(p.exited) }()
+	p.Name, p.spec = spec.Name, spec
 	b, _ := json.Marshal(spec)
 	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
 		p.Kill()
@@ -74,6 +58,33 @@ func Spawn(spec Spec) (*Process, error) {
 		p.Kill()
 		return nil, fmt.Errorf("worker %s could not connect: %s", spec.Name, resp.Err)
 	}
+	return p, nil
+}
+
+// start execs an idle worker process that waits for its spec.
+func start() (*Process, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envVar+"=1")
+	// The worker dies with its parent, whatever kills the parent.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &Process{cmd: cmd, lines: make(chan []byte, 1), stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start worker process: %w", err)
+	}
+	go p.readLines(stdout)
+	go func() { p.cmd.Wait(); p.state = p.cmd.ProcessState; close(p.exited) }()
 	return p, nil
 }
 
@@ -150,6 +161,15 @@ func (p *Process) Kill() *os.ProcessState {
 	<-p.exited
 	p.paused = false
 	return p.state
+}
+
+// KillAsync sends SIGKILL and returns at once; the exit is collected in the
+// background. For callers that only need the connection gone (they wait
+// for the server backend), not the process's exit status.
+func (p *Process) KillAsync() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.stdin.Close()
+	p.paused = false
 }
 
 // Pid is the worker's process id (for logs, never for failure messages).

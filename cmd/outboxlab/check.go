@@ -40,6 +40,7 @@ type checkFlags struct {
 	seed    uint64
 	faults  bool
 	workers int
+	shrink  time.Duration
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -52,6 +53,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.steps, "steps", 0, "average steps per check (default: rapid's, 30, or RAPID_STEPS)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the first check (0: random); a failure prints the seed that reproduces it")
 	fs.BoolVar(&f.faults, "faults", def.Faults, "inject network faults and server restarts")
+	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long shrinking a counterexample (default: rapid's, 30s)")
 	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: outboxlab check [flags] [PROTOCOL ...]")
@@ -123,6 +125,9 @@ func setRapidFlags(f *checkFlags) error {
 	}
 	if f.steps > 0 {
 		set["rapid.steps"] = strconv.Itoa(f.steps)
+	}
+	if f.shrink > 0 {
+		set["rapid.shrinktime"] = f.shrink.String()
 	}
 	for k, v := range set {
 		if err := flag.CommandLine.Set(k, v); err != nil {

@@ -110,3 +110,38 @@ func TestScenariosJSON(t *testing.T) {
 		t.Errorf("scenarios leased: exit %d, want 0", code)
 	}
 }
+
+// TestCheckSameSeedSameRun: a seed finds the same failure at the same
+// check, and the printed reproduce line reproduces it. (Shrinking is cut
+// short here to keep the test fast, so only the failure is compared.)
+func TestCheckSameSeedSameRun(t *testing.T) {
+	first := checkJSON(t, "--seed", "42", "--faults=false", "--shrink-time", "1s", "baseline")
+	second := checkJSON(t, "--seed", "42", "--faults=false", "--shrink-time", "1s", "baseline")
+	if first.Result != "fail" || len(first.Counterexample) == 0 {
+		t.Fatalf("baseline: %+v, want a counterexample", first)
+	}
+	if first.Violation != second.Violation || first.Checks != second.Checks {
+		t.Fatalf("same seed, different runs: %q at check %d, then %q at check %d", first.Violation, first.Checks, second.Violation, second.Checks)
+	}
+	args := append([]string{"--shrink-time", "1s"}, strings.Fields(strings.TrimPrefix(first.Reproduce, "outboxlab check "))...)
+	replay := checkJSON(t, args...)
+	if replay.Result != "fail" || replay.Violation != first.Violation || replay.Checks != 1 {
+		t.Fatalf("reproduce line %q gave %s %q after %d checks, want the same violation at the first check",
+			first.Reproduce, replay.Result, replay.Violation, replay.Checks)
+	}
+}
+
+func checkJSON(t *testing.T, args ...string) checkResult {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(append([]string{"check", "--json"}, args...), &stdout, &stderr)
+	var res checkResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("check %v: exit %d, output %q: %v (stderr %s)", args, code, stdout.String(), err, stderr.String())
+	}
+	want := map[string]int{"pass": exitPass, "fail": exitFail, "error": exitBad}[res.Result]
+	if code != want {
+		t.Fatalf("check %v: result %s with exit %d", args, res.Result, code)
+	}
+	return res
+}
