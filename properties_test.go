@@ -4,36 +4,50 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/outboxlab/outboxlab/faults"
 	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/pgserver"
 	"pgregory.net/rapid"
 )
 
-// harness installs a protocol and returns a state machine for it; its
-// worker processes are killed when the test ends.
+// harness installs a protocol and returns a state machine for it, with
+// its fault injector when cfg.Faults; its worker processes and proxies are
+// gone when the test ends.
 func harness(t *testing.T, protocol string, cfg machine.Config) *machine.Harness {
 	t.Helper()
 	inst := install(t, protocol)
 	srv, _ := pgserver.Shared()
 	h := machine.New(srv, inst, cfg)
 	t.Cleanup(h.Close)
+	if cfg.Faults {
+		closeFaults, err := faults.Attach(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeFaults)
+	}
 	return h
 }
 
 // TestLeasedStateMachine is the heart of the suite: random interleavings of
 // claims, open transactions, pauses, kills, lease expiry, reclaims and stale
 // outcomes against the article's protocol, each step checked against the
-// model and the persisted rows, every check ending in a drain. It also
-// fails when the run never exercised one of the coverage classes.
+// model and the persisted rows, every check ending in a drain; with lost
+// requests, lost replies and server restarts, whose ambiguous outcomes the
+// next read decides. It also fails when the run never exercised one of the
+// coverage classes.
 func TestLeasedStateMachine(t *testing.T) {
 	h := harness(t, "leased", machine.Default())
 	rapid.Check(t, h.Check)
 	var b strings.Builder
-	h.Coverage.Print(&b, machine.BaseClasses)
+	required := append(append([]string(nil), machine.BaseClasses...), machine.FaultClasses...)
+	h.Coverage.Print(&b, required)
 	t.Logf("coverage:\n%s", b.String())
-	required := machine.BaseClasses
 	if !h.Inst.Proto.Has("renew") {
 		required = without(required, machine.CovRenew)
+	}
+	if !h.Srv.Owned() {
+		required = without(required, machine.CovDBRestart) // a user's server is never crashed
 	}
 	if missing := h.Coverage.Missing(required); len(missing) > 0 {
 		t.Errorf("the run never exercised %v: a suite that never gets there proves nothing", missing)

@@ -14,7 +14,8 @@ type Config struct {
 	// Actions restricts the machine to these actions (nil: all). Tests use
 	// it to find each failure class of a protocol on its own.
 	Actions []string
-	// Faults enables the network and server faults (see faults/).
+	// Faults enables the network and server faults (see faults/); they
+	// run only on a harness given an injector (faults.Attach).
 	Faults bool
 	// OpTimeout bounds every statement; a claim that waits longer than this
 	// is reported as blocked.
@@ -23,7 +24,7 @@ type Config struct {
 
 // Default is the CI configuration.
 func Default() Config {
-	return Config{MinWorkers: 2, MaxWorkers: 4, MinEvents: 1, MaxEvents: 4, OpTimeout: 2 * time.Second}
+	return Config{MinWorkers: 2, MaxWorkers: 4, MinEvents: 1, MaxEvents: 4, Faults: true, OpTimeout: 2 * time.Second}
 }
 
 // Action names, as rapid prints them in a shrunk program.

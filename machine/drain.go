@@ -24,18 +24,16 @@ func (r *run) drain() {
 			r.exec(model.Op{Kind: model.Rollback, Worker: w}, func() model.Outcome { return r.runEndTx(w, model.Rollback) })
 		}
 	}
-	for _, row := range r.model().Rows {
-		e := row.Event
-		switch {
-		case row.Status == model.InProgress && row.LeaseLive:
-			r.exec(model.Op{Kind: model.Expire, Event: e}, func() model.Outcome { return r.runFixture(model.Expire, e) })
-		case row.Status == model.Ready && !row.Due:
-			r.exec(model.Op{Kind: model.MakeDue, Event: e}, func() model.Outcome { return r.runFixture(model.MakeDue, e) })
-		}
-	}
+	r.releaseAll()
 	w := r.workers[0]
 	for i := 0; i <= 3*len(r.model().Rows); i++ {
 		got := r.exec(model.Op{Kind: model.ClaimOp, Worker: w}, func() model.Outcome { return r.runClaim(w, model.ClaimOp) })
+		if got.Kind == model.Unknown {
+			// A connection a restart broke while w was paused: the claim
+			// may have landed, owned by nobody. Release it and go on.
+			r.releaseAll()
+			continue
+		}
 		if got.Kind != model.Claimed {
 			break
 		}
@@ -46,6 +44,19 @@ func (r *run) drain() {
 		if row.Status != model.Sent {
 			r.fail("an event never reached SENT",
 				fmt.Sprintf("after the drain %s is %s: an event never reached SENT (stranded row)", row.Event, rowText(row.RowView)))
+		}
+	}
+}
+
+// releaseAll expires every live lease and makes every waiting row due.
+func (r *run) releaseAll() {
+	for _, row := range r.model().Rows {
+		e := row.Event
+		switch {
+		case row.Status == model.InProgress && row.LeaseLive:
+			r.exec(model.Op{Kind: model.Expire, Event: e}, func() model.Outcome { return r.runFixture(model.Expire, e) })
+		case row.Status == model.Ready && !row.Due:
+			r.exec(model.Op{Kind: model.MakeDue, Event: e}, func() model.Outcome { return r.runFixture(model.MakeDue, e) })
 		}
 	}
 }

@@ -73,6 +73,14 @@ func (r *run) request(w string, req worker.Request, op model.Op) (worker.Respons
 	var resp worker.Response
 	var err error
 	r.h.timed(func() { resp, err = p.Do(req) })
+	delete(r.h.stale, w) // it answered, or it dropped its connection
+	if errors.Is(err, worker.ErrHung) && r.faultPending {
+		// A cut connection the worker never noticed: as a kill, its
+		// transaction rolls back, and what it sent is unknown.
+		r.h.kill(w)
+		r.dead[w] = true
+		return resp, true
+	}
 	if errors.Is(err, worker.ErrHung) {
 		r.h.kill(w)
 		r.dead[w] = true
@@ -100,7 +108,11 @@ func (r *run) runSignal(w string, kind model.Kind) model.Outcome {
 	case model.Resume:
 		err = r.h.procs[w].Resume()
 	case model.Kill:
-		err = r.h.kill(w)
+		if r.holdsNothing(w) {
+			r.h.killIdle(w)
+		} else {
+			err = r.h.kill(w)
+		}
 		r.dead[w] = true
 	case model.Respawn:
 		err = r.h.spawn(w)

@@ -1,10 +1,198 @@
 package machine
 
 import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/sut"
+	"github.com/outboxlab/outboxlab/worker"
 	"pgregory.net/rapid"
 )
 
-// networkFault and dbRestart are filled in with the faults issue.
-func (r *run) networkFault(t *rapid.T, replyLost bool) { t.Skip("no faults") }
+// restartOdds makes db_restart rare: a restart costs about 0.1 s (the
+// server's crash recovery, every worker reconnecting), and rapid draws it
+// as often as any other action. It goes ahead only when its labelled draw
+// is the top of the range, which rapid, favouring small values, picks
+// about one time in twenty (some ten restarts in a default run); the
+// shrunk program still shows the draw.
+const restartOdds = 20
 
-func (r *run) dbRestart(t *rapid.T) { t.Skip("no faults") }
+// networkFault runs one step of a worker with its connection cut: before
+// the statement reaches the server (request lost) or after it ran and
+// committed, on its way back (reply lost). The worker sees a connection
+// error either way and learns nothing, as in production; the model keeps
+// both successors and the next read through the harness's own connection
+// decides.
+func (r *run) networkFault(t *rapid.T, replyLost bool) {
+	op := r.faultTarget(t)
+	name, class, inject := ActRequestLost, CovRequestLost, r.h.Faults.LoseRequest
+	if replyLost {
+		name, class, inject = ActReplyLost, CovReplyLost, r.h.Faults.LoseReply
+	}
+	w := op.Worker
+	if err := r.h.connected(w); err != nil {
+		r.t.Fatalf("harness: %s before %s: %v", w, name, err)
+	}
+	backend := r.h.procs[w].Backend
+	undo, err := inject(w)
+	if err != nil {
+		r.t.Fatalf("harness: %v", err)
+	}
+	defer undo()
+	r.fault, r.faultPending = name, true
+	defer func() { r.fault, r.faultPending = "", false }()
+	got := r.exec(op, func() model.Outcome {
+		out := r.runStep(op)
+		if out.Kind == model.Unknown {
+			r.endBackend(w, backend)
+		}
+		undo()
+		return out
+	})
+	if got.Kind == model.Unknown {
+		r.h.Coverage.add(class)
+	}
+}
+
+// faultTarget draws the step a network fault hits: a claim, a commit, or a
+// complete, retry or renew of a current claim, by a running worker.
+func (r *run) faultTarget(t *rapid.T) model.Op {
+	byKind := map[model.Kind][]model.Op{}
+	add := func(op model.Op) {
+		if !r.blocks(op) {
+			byKind[op.Kind] = append(byKind[op.Kind], op)
+		}
+	}
+	for _, w := range r.workersWhere(r.running) {
+		if r.inTx(w) {
+			add(model.Op{Kind: model.Commit, Worker: w})
+		} else {
+			add(model.Op{Kind: model.ClaimOp, Worker: w})
+		}
+	}
+	s := r.model()
+	for _, c := range s.Claims {
+		if !s.IsCurrent(c) || !r.running(c.Worker) || r.inTx(c.Worker) {
+			continue
+		}
+		for _, k := range []model.Kind{model.Complete, model.Retry, model.Renew} {
+			if k != model.Renew || r.h.Inst.Proto.Has(sut.Renew) {
+				add(model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen})
+			}
+		}
+	}
+	var kinds []model.Kind
+	for _, k := range []model.Kind{model.ClaimOp, model.Commit, model.Complete, model.Retry, model.Renew} {
+		if len(byKind[k]) > 0 {
+			kinds = append(kinds, k)
+		}
+	}
+	k := pick(t, "faulted", kinds)
+	return pick(t, "step", byKind[k])
+}
+
+// runStep performs a worker's step of any kind.
+func (r *run) runStep(op model.Op) model.Outcome {
+	switch op.Kind {
+	case model.ClaimOp, model.Begin:
+		return r.runClaim(op.Worker, op.Kind)
+	case model.Commit, model.Rollback:
+		return r.runEndTx(op.Worker, op.Kind)
+	}
+	return r.runOutcome(op)
+}
+
+// endBackend ends the server side of a cut connection and waits until it
+// is gone. A reply lost on its way back leaves the backend idle, and a
+// request lost on its way in may leave it in its open transaction, holding
+// locks: the model has the connection and that transaction gone by the
+// next read.
+func (r *run) endBackend(w string, backend uint32) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var err error
+	r.h.timed(func() {
+		worker.TerminateBackend(ctx, r.h.Inst.Conn, backend)
+		err = worker.AwaitBackendGone(ctx, r.h.Inst.Conn, backend)
+	})
+	if err != nil {
+		r.t.Fatalf("harness: end %s's cut connection: %v", w, err)
+	}
+}
+
+// dbRestart crashes the server and starts it again: every connection
+// breaks, every open transaction rolls back, committed claims survive.
+// Running workers reconnect at once; a paused one finds its connection
+// broken at its next statement, as it would in production.
+func (r *run) dbRestart(t *rapid.T) {
+	if rapid.IntRange(0, restartOdds-1).Draw(t, "restart_now") != restartOdds-1 {
+		t.Skip("restarts are rare")
+	}
+	r.exec(model.Op{Kind: model.Restart}, r.runRestart)
+	r.h.Coverage.add(CovDBRestart)
+}
+
+func (r *run) runRestart() model.Outcome {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var err error
+	r.h.timed(func() { err = r.h.restart(ctx) })
+	if err != nil {
+		r.t.Fatalf("harness: %v", err)
+	}
+	for _, w := range r.workers {
+		switch {
+		case r.dead[w]:
+		case r.running(w):
+			if _, err := r.h.procs[w].Do(worker.Request{Op: "reconnect"}); err != nil {
+				r.t.Fatalf("harness: reconnect %s after the restart: %v", w, err)
+			}
+		default:
+			r.h.stale[w] = true
+			r.h.procs[w].Backend = 0 // gone with the crash; its pid may be reused
+		}
+	}
+	return model.Outcome{Kind: model.OK}
+}
+
+// restart crashes and restarts the server and gives the harness a new
+// checking connection.
+func (h *Harness) restart(ctx context.Context) error {
+	if err := h.Faults.Restart(ctx); err != nil {
+		return err
+	}
+	h.spares.discard() // their connections are broken too
+	conn, err := sut.Connect(ctx, h.Inst.ConnString, h.Inst.Statements.Schema)
+	if err != nil {
+		return fmt.Errorf("reconnect after the restart: %w", err)
+	}
+	old := h.Inst.Conn
+	h.Inst.Conn = conn
+	closeCtx, cancel := context.WithTimeout(ctx, 0)
+	defer cancel()
+	old.Close(closeCtx) // its server is gone: do not wait on it
+	return nil
+}
+
+// connected makes sure w has a working connection before a fault cuts it,
+// so that the fault hits the statement and not the connecting.
+func (h *Harness) connected(w string) error {
+	p := h.procs[w]
+	var req worker.Request
+	switch {
+	case h.stale[w]:
+		req.Op = "reconnect"
+	case p.Backend == 0:
+		req.Op = "reset" // connects; no transaction is open (faultTarget)
+	default:
+		return nil
+	}
+	resp, err := p.Do(req)
+	if err == nil && resp.Err != "" {
+		err = fmt.Errorf("%s", resp.Err)
+	}
+	delete(h.stale, w)
+	return err
+}

@@ -36,6 +36,9 @@ type Harness struct {
 	// sqlTime is the wall time spent waiting on PostgreSQL: worker
 	// statements (pipe included) and the harness's reads and fixtures.
 	sqlTime time.Duration
+	// stale are workers whose connection a server restart broke while
+	// they were paused: they reconnect before their next use.
+	stale map[string]bool
 }
 
 // SQLTime is the time the checks so far spent waiting on PostgreSQL.
@@ -79,7 +82,7 @@ type Violation struct {
 
 // New prepares a harness for an installed protocol.
 func New(srv *pgserver.Server, inst *sut.Instance, cfg Config) *Harness {
-	return &Harness{Cfg: cfg, Srv: srv, Inst: inst, procs: map[string]*worker.Process{}}
+	return &Harness{Cfg: cfg, Srv: srv, Inst: inst, procs: map[string]*worker.Process{}, stale: map[string]bool{}}
 }
 
 // Close kills every worker process.
@@ -172,11 +175,20 @@ func (h *Harness) begin(t *rapid.T) *run {
 // Every process of the pool is reset, named or not: a worker left paused
 // with an open transaction would hold row locks the reset must take.
 func (h *Harness) preparePool(names []string) error {
+	reqs := map[string]worker.Request{}
 	for name, p := range h.procs {
 		if p.Paused() {
 			p.Resume()
 		}
-		if _, err := p.Do(worker.Request{Op: "reset"}); err != nil {
+		req := worker.Request{Op: "reset"}
+		if h.stale[name] {
+			req.Op = "reconnect"
+			delete(h.stale, name)
+		}
+		reqs[name] = req
+	}
+	for name, err := range h.doAll(reqs) {
+		if err != nil {
 			h.kill(name)
 		}
 	}
@@ -210,7 +222,11 @@ func (h *Harness) spawn(name string) error {
 }
 
 // kill SIGKILLs a worker and waits until the server has ended its backend,
-// so its open transaction's locks are gone before the next step.
+// so its open transaction's locks are gone before the next step. The
+// server is told to end the backend at once: otherwise it ends it only
+// when the kernel has torn the process down and closed its socket (a few
+// milliseconds), or behind a proxy, not at all. The wait is time spent
+// waiting on PostgreSQL.
 func (h *Harness) kill(name string) error {
 	p := h.procs[name]
 	if p == nil {
@@ -219,11 +235,13 @@ func (h *Harness) kill(name string) error {
 	backend := p.Backend
 	p.KillAsync()
 	delete(h.procs, name)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if h.Faults != nil {
-		// Behind a proxy the server may not see the client go: end it.
+	delete(h.stale, name)
+	var err error
+	h.timed(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		worker.TerminateBackend(ctx, h.Inst.Conn, backend)
-	}
-	return worker.AwaitBackendGone(ctx, h.Inst.Conn, backend)
+		err = worker.AwaitBackendGone(ctx, h.Inst.Conn, backend)
+	})
+	return err
 }

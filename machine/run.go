@@ -27,6 +27,7 @@ type run struct {
 	// faultPending is set while a network fault is armed, when a timeout
 	// is the fault's doing and not a blocked statement.
 	faultPending bool
+	fault        string // the armed fault's name, for the program line
 }
 
 func (r *run) model() model.State { return r.states[0] }
@@ -90,7 +91,11 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 		r.fail(ruleOf(detail), detail)
 	}
 	if got.Kind == model.Unknown {
-		line += "   // ambiguous: applied or not, decided by the next read"
+		note := "ambiguous: applied or not, decided by the next read"
+		if r.fault != "" {
+			note = r.fault + ", " + note
+		}
+		line += "   // " + note
 	}
 	r.log(line)
 	r.countCoverage(op, got)

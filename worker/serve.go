@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/outboxlab/outboxlab/sut"
 )
 
@@ -79,8 +81,31 @@ func (a *agent) connect() Response {
 	if err != nil {
 		return failure(err, false)
 	}
+	if err := prepare(conn, a.spec); err != nil {
+		conn.Close(context.Background())
+		return failure(err, false)
+	}
 	a.conn = conn
 	return Response{}
+}
+
+// prepare readies the worker's statements as soon as it connects, so that
+// each later runs in one round trip: a reply lost to a network fault is
+// then the reply of a statement that ran, not of its preparation.
+func prepare(conn *pgx.Conn, spec Spec) error {
+	ctx, cancel := context.WithTimeout(context.Background(), spec.OpTimeout)
+	defer cancel()
+	for _, name := range []string{sut.Claim, sut.Complete, sut.Retry, sut.Renew} {
+		st, ok := spec.Statements.Stmts[name]
+		if !ok {
+			continue
+		}
+		// Named by its text, pgx runs the prepared statement for Query(sql).
+		if _, err := conn.Prepare(ctx, st.SQL, st.SQL); err != nil {
+			return fmt.Errorf("prepare %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 func (a *agent) handle(req Request) Response {
@@ -179,5 +204,18 @@ func (a *agent) drop() {
 
 func failure(err error, timedOut bool) Response {
 	timedOut = timedOut || errors.Is(err, context.DeadlineExceeded)
-	return Response{Err: err.Error(), ServerErr: sut.IsServerError(err), Timeout: timedOut}
+	return Response{Err: err.Error(), ServerErr: sut.IsServerError(err) && !sessionEnded(err), Timeout: timedOut}
+}
+
+// sessionEnded reports a server error that ends the connection rather than
+// the statement (the server shutting down or restarting, the backend
+// terminated, still in recovery): like a lost connection, it leaves the
+// outcome of the statement unknown.
+func sessionEnded(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC" ||
+		strings.HasPrefix(pgErr.Code, "57P") || strings.HasPrefix(pgErr.Code, "08")
 }

@@ -1,11 +1,132 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/outboxlab/outboxlab/bench"
+	"github.com/outboxlab/outboxlab/pgserver"
 )
 
+// nightlyChecks is the nightly run the figures are priced against.
+const nightlyChecks = 100_000
+
 func runBench(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "outboxlab bench: not built yet")
-	return exitBad
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
+	quick := fs.Bool("quick", false, "run every measurement a few times only (a smoke test, not figures)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: outboxlab bench [--json] [--quick] [--cpuprofile FILE]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitBad
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "outboxlab bench: takes no protocol: it measures the built-in leased and baseline")
+		return exitBad
+	}
+	srv, err := pgserver.Shared()
+	if err != nil {
+		fmt.Fprintln(stderr, "outboxlab:", err)
+		return exitBad
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "outboxlab bench:", err)
+			return exitBad
+		}
+		defer stop()
+	}
+	opt := bench.Full()
+	if *quick {
+		opt = bench.Quick()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	figures, err := bench.Run(ctx, srv, opt, stderr)
+	if err == nil {
+		err = figures.Finite()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "outboxlab bench:", err)
+		return exitBad
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(figures)
+		return exitPass
+	}
+	printFigures(stdout, figures)
+	return exitPass
+}
+
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+func printFigures(w io.Writer, f bench.Figures) {
+	m := f.Machine
+	fmt.Fprintf(w, "machine: %d CPUs (%s), %s, %s, PostgreSQL %s (%s), load %s\n\n", m.CPUs, m.CPU, m.OS, m.Go, m.Postgres, m.Server, m.Load)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIGURE\tVALUE\tWHAT")
+	rows := []struct {
+		name  string
+		value float64
+		unit  string
+		what  string
+	}{
+		{"sql_floor_us", f.SQLFloorUS, "us", "median SELECT 1 round trip (pgx statement cache)"},
+		{"step_us", f.StepUS, "us", "median over checks of check time / steps, checks included"},
+		{"sql_share", f.SQLShare, "", "state machine time spent waiting on PostgreSQL"},
+		{"reset_us", f.ResetUS, "us", "median per-check reset (4 events)"},
+		{"schema_reset_us", f.SchemaResetUS, "us", "median create schema + table, drop schema"},
+		{"baseline_find_ms", f.BaselineFindMS, "ms", "median time to baseline's first counterexample"},
+		{"baseline_shrink_ms", f.BaselineShrinkMS, "ms", "median time from there to its minimal form"},
+		{"  (rapid returned)", f.BaselineRapidMS, "ms", "median time from there until rapid stopped shrinking"},
+		{"kill_cycle_ms", f.KillCycleMS, "ms", "median spawn, connect, claim, SIGKILL, backend gone"},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%.3f %s\t%s\n", r.name, r.value, r.unit, r.what)
+	}
+	parallel := slices.Sorted(maps.Keys(f.ChecksPerS))
+	for _, p := range parallel {
+		fmt.Fprintf(tw, "checks_per_s[%s]\t%.0f\t%s parallel run(s), separate schemas\n", p, f.ChecksPerS[p], p)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, t := range f.Targets() {
+		verdict := "met"
+		if !t.Met {
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(w, "target %s %s: %.2f, %s\n", t.Name, t.Want, t.Value, verdict)
+	}
+	for _, p := range parallel {
+		if rate := f.ChecksPerS[p]; rate > 0 {
+			d := time.Duration(float64(nightlyChecks) / rate * float64(time.Second))
+			fmt.Fprintf(w, "nightly %d checks with %s parallel: %v\n", nightlyChecks, p, d.Round(time.Second))
+		}
+	}
 }

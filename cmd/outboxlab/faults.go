@@ -1,14 +1,13 @@
 package main
 
 import (
-	"errors"
-
+	"github.com/outboxlab/outboxlab/faults"
 	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/pgserver"
 )
 
-// attachFaults gives the harness its fault injector (toxiproxy per worker,
-// server restarts). Filled in by the faults work.
+// attachFaults gives the harness its fault injector: a proxy per worker for
+// lost requests and replies, and restarts when this run owns srv.
 func attachFaults(srv *pgserver.Server, h *machine.Harness) (func(), error) {
-	return nil, errors.New("faults are not available yet: run with --faults=false")
+	return faults.Attach(h)
 }

@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/sut"
+)
+
+// Run takes every figure against srv, saying what it measures on progress.
+func Run(ctx context.Context, srv *pgserver.Server, opt Options, progress io.Writer) (Figures, error) {
+	r := &runner{ctx: ctx, srv: srv, opt: opt, progress: progress,
+		f: Figures{ChecksPerS: map[string]float64{}, Machine: Host(srv)}}
+	defer r.close()
+	err := firstError(r.install, r.sqlFigures, r.killCycle, r.stateMachine, r.baseline, r.throughput)
+	return r.f, err
+}
+
+// runner is one Run: the protocols installed for it and the figures so far.
+type runner struct {
+	ctx      context.Context
+	srv      *pgserver.Server
+	opt      Options
+	progress io.Writer
+	leased   []*sut.Instance // one per parallel run
+	base     *sut.Instance
+	f        Figures
+}
+
+func (r *runner) install() error {
+	n := 1
+	for _, p := range r.opt.Parallel {
+		n = max(n, p)
+	}
+	for range n {
+		inst, err := Install(r.ctx, r.srv, "leased")
+		if err != nil {
+			return err
+		}
+		r.leased = append(r.leased, inst)
+	}
+	var err error
+	r.base, err = Install(r.ctx, r.srv, "baseline")
+	return err
+}
+
+func (r *runner) close() {
+	for _, inst := range r.leased {
+		inst.Close()
+	}
+	if r.base != nil {
+		r.base.Close()
+	}
+}
+
+// step says what is measured next and wraps its error with it.
+func (r *runner) step(what string, fn func() error) error {
+	fmt.Fprintf(r.progress, "bench: %s\n", what)
+	if err := fn(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// median opens a probe, takes the median of n runs and closes it.
+func (r *runner) median(what string, n int, open func() (*Probe, error)) (d time.Duration, err error) {
+	err = r.step(what, func() error {
+		p, err := open()
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		d, err = p.Median(r.ctx, n)
+		return err
+	})
+	return d, err
+}
+
+func (r *runner) sqlFigures() error {
+	cs := r.srv.ConnString()
+	floor, err := r.median("SELECT 1 round trip", r.opt.Samples, func() (*Probe, error) { return SelectOne(r.ctx, cs) })
+	if err != nil {
+		return err
+	}
+	reset, err := r.median("per-check reset", r.opt.Samples, func() (*Probe, error) { return Reset(r.leased[0]), nil })
+	if err != nil {
+		return err
+	}
+	schema, err := r.median("schema per check", r.opt.SchemaSamples, func() (*Probe, error) { return SchemaReset(r.ctx, cs, r.leased[0].Proto) })
+	if err != nil {
+		return err
+	}
+	r.f.SQLFloorUS, r.f.ResetUS, r.f.SchemaResetUS = us(floor), us(reset), us(schema)
+	return nil
+}
+
+func (r *runner) killCycle() error {
+	d, err := r.median("kill cycle", r.opt.KillSamples, func() (*Probe, error) { return KillCycle(r.leased[0]), nil })
+	r.f.KillCycleMS = ms(d)
+	return err
+}
+
+func (r *runner) stateMachine() error {
+	return r.step(fmt.Sprintf("state machine, %d checks of leased", r.opt.Checks), func() error {
+		s, err := StateMachine(r.srv, r.leased[0], r.opt.Config, r.opt.Checks, 1)
+		r.f.StepUS, r.f.SQLShare = us(s.PerStep), round(s.SQLShare)
+		return err
+	})
+}
+
+func (r *runner) baseline() error {
+	return r.step(fmt.Sprintf("baseline counterexample, %d seeds", len(r.opt.Seeds)), func() error {
+		var finds, minimal, returned []time.Duration
+		for _, seed := range r.opt.Seeds {
+			c, err := FindAndShrink(r.srv, r.base, r.opt.Config, seed)
+			if err != nil {
+				return err
+			}
+			finds, minimal, returned = append(finds, c.Find), append(minimal, c.Minimal), append(returned, c.Shrink)
+		}
+		r.f.BaselineFindMS, r.f.BaselineShrinkMS = ms(median(finds)), ms(median(minimal))
+		r.f.BaselineRapidMS = ms(median(returned))
+		return nil
+	})
+}
+
+func (r *runner) throughput() error {
+	for _, p := range r.opt.Parallel {
+		err := r.step(fmt.Sprintf("throughput, %d parallel for %v", p, r.opt.ThroughputFor), func() error {
+			rate, err := Throughput(r.ctx, r.srv, r.leased[:p], r.opt.Config, r.opt.ThroughputFor, 0)
+			r.f.ChecksPerS[strconv.Itoa(p)] = math.Round(rate*10) / 10
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/pgserver"
+)
+
+// Injector gives the state machine its network and server faults: every
+// worker connects through a proxy of its own, and the server may be
+// crashed and restarted when this run owns it.
+type Injector struct {
+	srv     *pgserver.Server
+	proxies *proxies
+	mu      sync.Mutex
+	err     error // the first proxy that would not start
+}
+
+var _ machine.FaultInjector = (*Injector)(nil)
+
+// New starts an in-process toxiproxy in front of srv. Close stops it.
+func New(srv *pgserver.Server) (*Injector, error) {
+	ps, err := newProxies(srv.ConnString())
+	if err != nil {
+		return nil, fmt.Errorf("faults: %w", err)
+	}
+	return &Injector{srv: srv, proxies: ps}, nil
+}
+
+// Attach gives a harness an injector for its server. Call it before the
+// first check: workers already running keep their direct connection. The
+// returned close stops the proxies.
+func Attach(h *machine.Harness) (close func(), err error) {
+	in, err := New(h.Srv)
+	if err != nil {
+		return nil, err
+	}
+	h.Faults = in
+	return in.Close, nil
+}
+
+// WorkerConnString is where worker w connects: its own proxy, created on
+// first use. Should the proxy not start, w connects directly and the
+// error comes back from the first fault injected on it.
+func (in *Injector) WorkerConnString(w string) string {
+	cs, err := in.proxies.connStringFor(w)
+	if err != nil {
+		in.mu.Lock()
+		if in.err == nil {
+			in.err = err
+		}
+		in.mu.Unlock()
+		return in.srv.ConnString()
+	}
+	return cs
+}
+
+// LoseRequest arms a RequestLost on w's proxy until undo.
+func (in *Injector) LoseRequest(w string) (undo func(), err error) {
+	p, err := in.proxy(w)
+	if err != nil {
+		return nothing, err
+	}
+	return arm(RequestLost{p}, w)
+}
+
+// LoseReply arms a ReplyLost on w's proxy until undo.
+func (in *Injector) LoseReply(w string) (undo func(), err error) {
+	p, err := in.proxy(w)
+	if err != nil {
+		return nothing, err
+	}
+	return arm(ReplyLost{p}, w)
+}
+
+func (in *Injector) proxy(w string) (*toxiproxy.Proxy, error) {
+	in.mu.Lock()
+	err := in.err
+	in.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return in.proxies.get(w)
+}
+
+func arm(f Fault, w string) (func(), error) {
+	undo, err := f.Inject(context.Background())
+	if err != nil {
+		return nothing, fmt.Errorf("%s on %s: %w", f.Name(), w, err)
+	}
+	return undo, nil
+}
+
+// CanRestart reports whether this run owns the server; a user's server is
+// never crashed.
+func (in *Injector) CanRestart() bool { return in.srv.Owned() }
+
+// Restart crashes the server and starts it again (DBRestart).
+func (in *Injector) Restart(ctx context.Context) error {
+	if _, err := (DBRestart{in.srv}).Inject(ctx); err != nil {
+		return fmt.Errorf("db_restart: %w", err)
+	}
+	return nil
+}
+
+// Close stops every proxy and closes the connections through them.
+func (in *Injector) Close() { in.proxies.close() }

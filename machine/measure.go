@@ -1,0 +1,89 @@
+package machine
+
+import (
+	"strings"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// Catch is what one rapid.Check of a harness found, measured: whether it
+// failed, how many checks and how much wall time it took to find the first
+// failure, and the shrunk counterexample.
+type Catch struct {
+	Caught  bool
+	Checks  int           // checks run up to and including the first failing one (all of them if none failed)
+	ToFind  time.Duration // wall time until the first failing check ended
+	Total   time.Duration // the whole rapid.Check, shrinking included
+	Program []string      // the last program run: after a failure, the shrunk counterexample
+	Failure *Violation    // the broken rule of the shrunk counterexample
+	Report  string        // what rapid reported: the seed and how to reproduce
+}
+
+// Steps is the length of the program: its numbered step lines, the drain's
+// steps included and the setup line not.
+func (c Catch) Steps() int { return CountSteps(c.Program) }
+
+// CountSteps counts the steps of a printed program: its numbered lines,
+// and the step a violation names when it failed before its line was
+// printed (a blocked claim).
+func CountSteps(program []string) int {
+	n := 0
+	for _, l := range program {
+		if isStepLine(l) {
+			n++
+		}
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, violationPrefix) {
+			if _, ok := unloggedOp(t); ok {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Measure runs rapid.Check of check (h.Check, or an IsolatedCheck of h)
+// with a recording TB named name and measures it.
+func Measure(name string, h *Harness, check func(*rapid.T)) Catch {
+	tb := NewRecordingTB(name)
+	checksBefore, _, _ := h.Stats()
+	start := time.Now()
+	var c Catch
+	found := false
+	prop := func(t *rapid.T) {
+		defer func() {
+			if !found && h.Failure() != nil {
+				found = true
+				c.ToFind = time.Since(start)
+				n, _, _ := h.Stats()
+				c.Checks = n - checksBefore
+			}
+		}()
+		check(t)
+	}
+	passed := tb.RunProperty(prop)
+	c.Total = time.Since(start)
+	c.Caught = !passed
+	c.Program = h.Program()
+	c.Failure = h.Failure()
+	c.Report = tb.Errors()
+	if !found {
+		n, _, _ := h.Stats()
+		c.Checks = n - checksBefore
+	}
+	return c
+}
+
+// RunProperty is RunCheck for any property.
+func (tb *RecordingTB) RunProperty(prop func(*rapid.T)) (passed bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(failNow); !ok {
+				panic(r)
+			}
+		}
+		passed = !tb.Failed()
+	}()
+	rapid.Check(tb, prop)
+	return !tb.Failed()
+}

@@ -1,0 +1,304 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/outboxlab/outboxlab/model"
+	"pgregory.net/rapid"
+)
+
+// Program is a counterexample as the machine prints it, read back: the
+// setup, and the steps the random part of the check ran. The drain's steps
+// are not kept: the drain is the same for every check, and a replay runs it
+// again after the steps.
+type Program struct {
+	Workers []string
+	Events  []string
+	Steps   []Step
+}
+
+// Step is one numbered line: the op and what the protocol returned when
+// the program was recorded.
+type Step struct {
+	Op  model.Op
+	Out model.Outcome
+}
+
+const drainMarker = "-- drain --"
+
+// isStepLine reports whether a program line is a numbered step
+// ("  3. w1.Claim() -> empty").
+func isStepLine(l string) bool { return len(l) > 4 && l[3] == '.' }
+
+// ParseProgram reads a program printed by the machine (Harness.Program):
+//
+//	setup: 2 workers (w1 w2), events e1
+//	  1. w1.Claim() -> claimed e1 gen=1
+//	     -- drain --
+//	  2. Expire(e1) -> ok
+//	  3. w1.Claim() -> empty   // model: claimed e1 gen=2
+//	   ^ violation: ...
+//
+// Lines starting with '#' and blank lines are skipped; a step's trailing
+// "   // ..." comment is dropped.
+func ParseProgram(lines []string) (Program, error) {
+	var p Program
+	setup, drained := false, false
+	for i, line := range lines {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "", strings.HasPrefix(trimmed, "#"):
+			continue
+		case strings.HasPrefix(trimmed, violationPrefix):
+			// A step that failed in the worker (blocked, a server error) is
+			// not printed as a numbered line: the violation names it.
+			if op, ok := unloggedOp(trimmed); ok && setup && !drained {
+				p.Steps = append(p.Steps, Step{Op: op, Out: model.Outcome{Kind: model.Unknown}})
+			}
+		case strings.HasPrefix(trimmed, "setup:"):
+			if setup {
+				return p, fmt.Errorf("line %d: a second setup line", i+1)
+			}
+			var err error
+			if p.Workers, p.Events, err = parseSetup(trimmed); err != nil {
+				return p, fmt.Errorf("line %d: %w", i+1, err)
+			}
+			setup = true
+		case trimmed == drainMarker:
+			drained = true
+		case isStepLine(line):
+			if !setup {
+				return p, fmt.Errorf("line %d: a step before the setup line", i+1)
+			}
+			if drained {
+				continue
+			}
+			text := strings.TrimSpace(line[4:])
+			if j := strings.Index(text, "   //"); j >= 0 {
+				comment := text[j:]
+				if strings.Contains(comment, ActRequestLost) || strings.Contains(comment, ActReplyLost) {
+					return p, fmt.Errorf("line %d: a network fault's step cannot be replayed", i+1)
+				}
+				text = text[:j]
+			}
+			op, out, err := model.ParseStep(text)
+			if err != nil {
+				return p, fmt.Errorf("line %d: %w", i+1, err)
+			}
+			p.Steps = append(p.Steps, Step{Op: op, Out: out})
+		default:
+			return p, fmt.Errorf("line %d: not a program line: %q", i+1, line)
+		}
+	}
+	if !setup {
+		return p, fmt.Errorf("no setup line")
+	}
+	return p, nil
+}
+
+const violationPrefix = "^ violation: "
+
+// unloggedOp reads the step a violation line starts with when that step
+// failed before its line was printed: "^ violation: w2.Begin() blocked for
+// 2s: ...". A violation of a printed step repeats it with its outcome
+// ("w1.Claim() -> empty: ..."), and one of the persisted rows names none.
+func unloggedOp(line string) (model.Op, bool) {
+	text := strings.TrimPrefix(line, violationPrefix)
+	i := strings.Index(text, ") ")
+	if i < 0 || strings.HasPrefix(text[i+1:], " -> ") {
+		return model.Op{}, false
+	}
+	op, err := model.ParseOp(text[:i+1])
+	return op, err == nil
+}
+
+// parseSetup reads "setup: 2 workers (w1 w2), events e1 e2".
+func parseSetup(line string) (workers, events []string, err error) {
+	var n int
+	rest, ok := strings.CutPrefix(line, "setup: ")
+	if _, scanErr := fmt.Sscanf(rest, "%d workers (", &n); !ok || scanErr != nil {
+		return nil, nil, fmt.Errorf("want \"setup: N workers (w1 ...), events e1 ...\", got %q", line)
+	}
+	names, evs, ok := strings.Cut(rest[strings.Index(rest, "(")+1:], "), events ")
+	if !ok {
+		return nil, nil, fmt.Errorf("want \"setup: N workers (w1 ...), events e1 ...\", got %q", line)
+	}
+	workers, events = strings.Fields(names), strings.Fields(evs)
+	for i, w := range workers {
+		if w != workerName(i) {
+			return nil, nil, fmt.Errorf("worker %d is %q, want %q", i+1, w, workerName(i))
+		}
+	}
+	for i, e := range events {
+		if e != eventName(i) {
+			return nil, nil, fmt.Errorf("event %d is %q, want %q", i+1, e, eventName(i))
+		}
+	}
+	if len(workers) != n || len(events) == 0 {
+		return nil, nil, fmt.Errorf("setup %q: %d workers named, %d events", line, len(workers), len(events))
+	}
+	return workers, events, nil
+}
+
+// Replay runs p against the harness's protocol once, deterministically:
+// the same setup, the same steps, each checked against the model and the
+// persisted rows exactly as in a check, then the drain. It returns the
+// violation (nil if the protocol held) and an error when the program
+// cannot be replayed at all (a step the model does not allow to run).
+// Afterwards Program and Failure describe the replay.
+func (h *Harness) Replay(p Program) (*Violation, error) { return h.replay(p, false) }
+
+// replay is Replay; a lenient replay skips the steps the machine could not
+// have drawn at their point instead of refusing the program, which is what
+// a shrinker wants of a program with steps taken out.
+func (h *Harness) replay(p Program, lenient bool) (*Violation, error) {
+	// A replay draws nothing, so it needs no rapid engine: a zero rapid.T
+	// serves the run's Fatalf, whose panic ends the replay as it ends a check.
+	t := new(rapid.T)
+	var harnessErr error
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				if reflect.TypeOf(v).String() != "rapid.stopTest" {
+					panic(v)
+				}
+				if h.Failure() == nil {
+					harnessErr = fmt.Errorf("replay: %v", v)
+				}
+			}
+		}()
+		r := h.beginProgram(t, p.Workers, p.Events)
+		for _, s := range p.Steps {
+			if err := r.canReplay(s.Op); err != nil {
+				if lenient {
+					continue
+				}
+				harnessErr = fmt.Errorf("replay %v: %w", s.Op, err)
+				return
+			}
+			r.replayStep(s.Op)
+		}
+		r.drain()
+	}()
+	return h.Failure(), harnessErr
+}
+
+// beginProgram is begin with the setup given instead of drawn.
+func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
+	h.mu.Lock()
+	h.program = nil
+	h.failure = nil
+	h.mu.Unlock()
+	r := &run{h: h, t: t, ids: map[string]string{}, dead: map[string]bool{}, workers: workers}
+	if err := h.preparePool(r.workers); err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	state := model.New(h.Inst.Proto.Order)
+	for _, e := range events {
+		state = state.Step(model.Op{Kind: model.Enqueue, Event: e})[0].Next
+	}
+	r.nextEvent = len(events)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var err error
+	h.timed(func() { err = h.Inst.Reset(ctx, events) })
+	if err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	r.states = []model.State{state}
+	r.observe(model.Op{Kind: model.Enqueue, Event: strings.Join(events, ",")}, model.Outcome{Kind: model.OK})
+	r.log(fmt.Sprintf("setup: %d workers (%s), events %s", len(workers), strings.Join(workers, " "), strings.Join(events, " ")))
+	return r
+}
+
+// replayStep runs one recorded op the way its action would have.
+func (r *run) replayStep(op model.Op) {
+	w := op.Worker
+	switch op.Kind {
+	case model.Enqueue:
+		r.nextEvent++
+		r.exec(op, func() model.Outcome { return r.runEnqueue(op.Event) })
+	case model.ClaimOp, model.Begin:
+		r.exec(op, func() model.Outcome { return r.runClaim(w, op.Kind) })
+	case model.Commit, model.Rollback:
+		r.exec(op, func() model.Outcome { return r.runEndTx(w, op.Kind) })
+	case model.Complete, model.Retry, model.Renew:
+		r.exec(op, func() model.Outcome { return r.runOutcome(op) })
+	case model.Pause, model.Resume, model.Kill, model.Respawn:
+		r.exec(op, func() model.Outcome { return r.runSignal(w, op.Kind) })
+	case model.Expire, model.MakeDue:
+		r.exec(op, func() model.Outcome { return r.runFixture(op.Kind, op.Event) })
+	}
+}
+
+// canReplay holds a recorded op to exactly what its action requires (see
+// actions.go), so that a replay, and a program shrunk by replaying, never
+// runs a step the machine could not have drawn: a statement sent to a
+// stopped process, an outcome with a claim the worker never received, a
+// fixture on a row in the wrong state.
+func (r *run) canReplay(op model.Op) error {
+	w := op.Worker
+	if w != "" && !slices.Contains(r.workers, w) {
+		return fmt.Errorf("no worker %s in this program", w)
+	}
+	s := r.model()
+	switch op.Kind {
+	case model.Enqueue:
+		if op.Event != eventName(r.nextEvent) || r.nextEvent >= r.h.Cfg.MaxEvents {
+			return fmt.Errorf("the next event is %s, at most %d", eventName(r.nextEvent), r.h.Cfg.MaxEvents)
+		}
+	case model.ClaimOp, model.Begin:
+		if !r.running(w) || r.inTx(w) {
+			return fmt.Errorf("%s is not running outside a transaction", w)
+		}
+	case model.Commit, model.Rollback:
+		if !r.running(w) || !r.inTx(w) {
+			return fmt.Errorf("%s is not running inside a transaction", w)
+		}
+	case model.Complete, model.Retry, model.Renew:
+		if op.Kind == model.Renew && !r.h.Inst.Proto.Has("renew") {
+			return fmt.Errorf("the protocol has no renew section")
+		}
+		if !slices.Contains(s.Claims, model.Claim{Worker: w, Event: op.Event, Gen: op.Gen}) {
+			return fmt.Errorf("%s never received that claim", w)
+		}
+		if !r.running(w) || r.inTx(w) || r.blocks(op) {
+			return fmt.Errorf("%s cannot run it now", w)
+		}
+	case model.Pause, model.Kill:
+		if !r.alive(w) || op.Kind == model.Pause && !r.running(w) || !r.othersRunning(w) {
+			return fmt.Errorf("%s cannot be stopped now", w)
+		}
+	case model.Resume:
+		if !r.alive(w) || r.running(w) {
+			return fmt.Errorf("%s is not paused", w)
+		}
+	case model.Respawn:
+		if r.alive(w) {
+			return fmt.Errorf("%s is alive", w)
+		}
+	case model.Expire, model.MakeDue:
+		i := rowIndex(s, op.Event)
+		if i < 0 || r.blocks(op) {
+			return fmt.Errorf("no row %s to change", op.Event)
+		}
+		row := s.Rows[i]
+		if op.Kind == model.Expire && !(row.Status == model.InProgress && row.LeaseLive) ||
+			op.Kind == model.MakeDue && !(row.Status == model.Ready && !row.Due) {
+			return fmt.Errorf("%s is not in a state the fixture applies to", op.Event)
+		}
+	default:
+		return fmt.Errorf("%s steps cannot be replayed", op.Kind)
+	}
+	for _, st := range r.states {
+		if err := st.Precondition(op); err != nil {
+			return err
+		}
+	}
+	return nil
+}

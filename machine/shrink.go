@@ -1,0 +1,220 @@
+package machine
+
+import (
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/outboxlab/outboxlab/model"
+)
+
+// Minimize shrinks a caught counterexample further by replaying it
+// (ShrinkProgram) and replays the result once more, so that the Catch and
+// the harness's Program and Failure describe the smaller program. A Catch
+// whose program cannot be replayed (one with a network fault's step) is
+// returned as it is.
+func (h *Harness) Minimize(c Catch, budget time.Duration) Catch {
+	if c.Failure == nil {
+		return c
+	}
+	p, err := ParseProgram(c.Program)
+	if err != nil {
+		return c
+	}
+	start := time.Now()
+	p = h.ShrinkProgram(p, c.Failure.Rule, start.Add(budget))
+	v, err := h.replay(p, true)
+	if err == nil && v != nil {
+		// The program as printed (the steps a lenient replay skipped gone,
+		// the drain run afresh) replays strictly to the same failure.
+		p, err = ParseProgram(h.Program())
+		if err == nil {
+			v, err = h.Replay(p)
+		}
+	}
+	if err != nil || v == nil || !SameRule(v.Rule, c.Failure.Rule) {
+		return c // a flaky protocol: keep what rapid found
+	}
+	c.Program, c.Failure = h.Program(), v
+	c.Total += time.Since(start)
+	return c
+}
+
+// ShrinkProgram makes a failing program smaller, keeping each candidate
+// whose replay still fails with the same rule. rapid shrinks the random
+// draws, which for a machine with twenty actions takes a thousand checks
+// and more; a replay costs only the steps it runs. The candidates: fewer
+// steps (delta debugging), the same steps with two events or two workers
+// swapped (so that a later shrink can drop the unused one), one or two
+// steps fewer and a swap together, an open claim transaction that commits made an
+// autocommit claim, and fewer workers or events. Replays are lenient: a step the machine could not have drawn at
+// its point is skipped. It stops at deadline with the smallest failing
+// program so far.
+func (h *Harness) ShrinkProgram(p Program, rule string, deadline time.Time) Program {
+	fails := func(c Program) bool {
+		if time.Now().After(deadline) {
+			return false
+		}
+		v, err := h.replay(c, true)
+		return err == nil && v != nil && SameRule(v.Rule, rule)
+	}
+	for time.Now().Before(deadline) {
+		p.Steps = ddmin(p.Steps, func(steps []Step) bool {
+			return fails(Program{Workers: p.Workers, Events: p.Events, Steps: steps})
+		})
+		next, ok := firstFailing(p, h.simpler(p), fails)
+		if !ok {
+			break
+		}
+		p = next
+	}
+	return p
+}
+
+var eventNames = regexp.MustCompile(`\be[0-9]+\b`)
+
+// SameRule reports whether two violations break the same rule, whichever
+// events they name: "claim took e2 which is waiting for its backoff" is
+// the rule "claim took e1 ..." broken on another row, and a shrinker that
+// swaps events must be allowed to keep it.
+func SameRule(a, b string) bool {
+	return eventNames.ReplaceAllString(a, "e#") == eventNames.ReplaceAllString(b, "e#")
+}
+
+// firstFailing returns the first candidate simpler than p that fails.
+func firstFailing(p Program, cands []Program, fails func(Program) bool) (Program, bool) {
+	for _, c := range cands {
+		if c.simplerThan(p) && fails(c) {
+			return c, true
+		}
+	}
+	return Program{}, false
+}
+
+// simplerThan orders programs by steps, then workers, then events, then
+// how far down the name lists the steps reach; every candidate must be
+// simpler than the program it came from, so shrinking ends.
+func (p Program) simplerThan(q Program) bool {
+	a := []int{len(p.Steps), len(p.Workers), len(p.Events), p.nameRank()}
+	b := []int{len(q.Steps), len(q.Workers), len(q.Events), q.nameRank()}
+	return slices.Compare(a, b) < 0
+}
+
+func (p Program) nameRank() int {
+	n := 0
+	for _, s := range p.Steps {
+		n += slices.Index(p.Workers, s.Op.Worker) + 1 + slices.Index(p.Events, s.Op.Event) + 1
+	}
+	return n
+}
+
+// simpler lists the candidates other than fewer steps, simplest first.
+func (h *Harness) simpler(p Program) []Program {
+	var out []Program
+	if len(p.Workers) > h.Cfg.MinWorkers {
+		out = append(out, Program{Workers: p.Workers[:len(p.Workers)-1], Events: p.Events, Steps: p.Steps})
+	}
+	if len(p.Events) > max(h.Cfg.MinEvents, 1) {
+		out = append(out, Program{Workers: p.Workers, Events: p.Events[:len(p.Events)-1], Steps: p.Steps})
+	}
+	for i, s := range p.Steps {
+		if s.Op.Kind != model.Begin {
+			continue
+		}
+		for j := i + 1; j < len(p.Steps); j++ {
+			if o := p.Steps[j].Op; o.Worker == s.Op.Worker && (o.Kind == model.Commit || o.Kind == model.Rollback || o.Kind == model.Kill) {
+				if o.Kind == model.Commit {
+					c := slices.Clone(p.Steps)
+					c[i].Op.Kind = model.ClaimOp
+					out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(c, j, j+1)})
+				}
+				break
+			}
+		}
+	}
+	swaps := p.swaps()
+	for _, swap := range swaps {
+		out = append(out, swap(p))
+	}
+	// A step taken out often changes what later claims return, so that
+	// the steps naming those rows need their names swapped as well: one
+	// step or two fewer, with a swap.
+	for i := range p.Steps {
+		for j := i; j < len(p.Steps); j++ {
+			fewer := slices.Delete(slices.Clone(p.Steps), j, j+1)
+			if j > i {
+				fewer = slices.Delete(fewer, i, i+1)
+			}
+			for _, swap := range swaps {
+				out = append(out, swap(Program{Workers: p.Workers, Events: p.Events, Steps: fewer}))
+			}
+		}
+	}
+	return out
+}
+
+// swaps are the renamings of two events or two workers of p.
+func (p Program) swaps() []func(Program) Program {
+	var out []func(Program) Program
+	event := func(op *model.Op) *string { return &op.Event }
+	worker := func(op *model.Op) *string { return &op.Worker }
+	for j := len(p.Events) - 1; j > 0; j-- {
+		for i := 0; i < j; i++ {
+			a, b := p.Events[i], p.Events[j]
+			out = append(out, func(q Program) Program { return q.swapped(event, a, b) })
+		}
+	}
+	for j := len(p.Workers) - 1; j > 0; j-- {
+		for i := 0; i < j; i++ {
+			a, b := p.Workers[i], p.Workers[j]
+			out = append(out, func(q Program) Program { return q.swapped(worker, a, b) })
+		}
+	}
+	return out
+}
+
+// swapped is p with the names a and b exchanged in the field of every step
+// but an Enqueue (events are enqueued in order of their names).
+func (p Program) swapped(field func(*model.Op) *string, a, b string) Program {
+	c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Clone(p.Steps)}
+	for i := range c.Steps {
+		if c.Steps[i].Op.Kind == model.Enqueue {
+			continue
+		}
+		switch f := field(&c.Steps[i].Op); *f {
+		case a:
+			*f = b
+		case b:
+			*f = a
+		}
+	}
+	return c
+}
+
+// ddmin is Zeller's delta debugging, complements only: remove ever smaller
+// chunks of steps while the rest still fails, down to single steps.
+func ddmin(steps []Step, fails func([]Step) bool) []Step {
+	n := 2
+	for len(steps) >= 2 {
+		chunk := (len(steps) + n - 1) / n
+		reduced := false
+		for start := 0; start < len(steps); start += chunk {
+			c := append(slices.Clone(steps[:start]), steps[min(start+chunk, len(steps)):]...)
+			if fails(c) {
+				steps, reduced = c, true
+				n = max(n-1, 2)
+				break
+			}
+		}
+		if !reduced {
+			if n >= len(steps) {
+				break
+			}
+			n = min(2*n, len(steps))
+		}
+	}
+	if len(steps) == 1 && fails(nil) {
+		return nil
+	}
+	return steps
+}

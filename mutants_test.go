@@ -1,0 +1,450 @@
+package outboxlab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/scenarios"
+)
+
+// The mutation catalogue: each file in testdata/mutants is the leased
+// protocol with one plausible mistake, named in its first comment line.
+// A suite is only as strong as the mistakes it provably catches, so the
+// state machine must catch every one with the default budget. The six
+// scenarios of the article run against the same files, side by side.
+// Mutants in testdata/mutants/equivalent differ from leased in text but
+// not in anything the policy can observe; they must pass, as must the
+// correct-but-different protocols in testdata/correct (a false alarm is as
+// bad as a miss).
+//
+// OUTBOXLAB_WRITE_TABLE=1 measures the catalogue sequentially over several
+// seeds and writes the table into docs/mutants.md;
+// OUTBOXLAB_WRITE_REGRESSIONS=1 keeps every counterexample found in
+// testdata/regressions.
+const (
+	mutantDir     = "testdata/mutants"
+	equivalentDir = "testdata/mutants/equivalent"
+	correctDir    = "testdata/correct"
+	mutantsDoc    = "docs/mutants.md"
+)
+
+// tableSeeds are the rapid seeds the written table is measured over.
+var tableSeeds = []uint64{1, 2, 3, 4, 5}
+
+// TestMutantsCaught: every mutant is caught by the default budget.
+func TestMutantsCaught(t *testing.T) {
+	if os.Getenv("OUTBOXLAB_WRITE_TABLE") == "1" {
+		writeMutantsTable(t)
+		return
+	}
+	honestSearch(t)
+	for _, m := range protocolFiles(t, mutantDir) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			r := measureProtocol(t, m, mutantConfig(), nil)
+			t.Logf("%s", r.line())
+			if !r.caught {
+				t.Errorf("the state machine missed the mutant %s (%s)", m.name, m.what)
+			}
+		})
+	}
+}
+
+// TestEquivalentMutantsPass: mutants that no observation under the policy
+// tells from leased pass the state machine (with equivalentChecks checks)
+// and the six scenarios; they count neither as caught nor as missed.
+func TestEquivalentMutantsPass(t *testing.T) {
+	honestSearch(t)
+	setRapidFlag(t, "rapid.checks", fmt.Sprint(equivalentChecks))
+	for _, m := range protocolFiles(t, equivalentDir) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			r := measureProtocol(t, m, catalogueConfig(), nil)
+			t.Logf("%s", r.line())
+			if r.caught {
+				t.Errorf("false alarm on the equivalent mutant %s: %s\n%s", m.name, r.rule, strings.Join(r.program, "\n"))
+			}
+			if len(r.scenarioFails) > 0 {
+				t.Errorf("the scenarios fail the equivalent mutant %s: %v", m.name, r.scenarioFails)
+			}
+		})
+	}
+}
+
+// TestCorrectVariantsPass: protocols written differently from leased but
+// holding to the policy pass both the default budget and the six
+// scenarios: no false alarms.
+func TestCorrectVariantsPass(t *testing.T) {
+	honestSearch(t)
+	for _, m := range protocolFiles(t, correctDir) {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			r := measureProtocol(t, m, catalogueConfig(), nil)
+			t.Logf("%s", r.line())
+			if r.caught {
+				t.Errorf("false alarm on the correct protocol %s: %s\n%s", m.name, r.rule, strings.Join(r.program, "\n"))
+			}
+			if got, want := strings.Join(r.scenarioFails, ", "), strings.Join(scenarioFalseAlarms[m.name], ", "); got != want {
+				t.Errorf("the scenarios fail the correct protocol %s: [%s], want [%s]", m.name, got, want)
+			}
+		})
+	}
+}
+
+// scenarioFalseAlarms are the scenarios that fail a correct protocol: the
+// article's kill_and_recover expects the reclaim to return the killed
+// worker's row, but with order=any the claim may take the other due row
+// first (here it does: the reclaimed row's update moved it behind the
+// other in the heap). The state machine's model knows order=any; the
+// scenarios, written for one protocol, assume FIFO.
+var scenarioFalseAlarms = map[string][]string{
+	"any_order": {"kill_and_recover"},
+}
+
+// protocolFile is one protocol of the catalogue.
+type protocolFile struct {
+	name string // file name without .sql
+	path string
+	what string // the first comment line, without its "mutant:" prefix
+}
+
+func protocolFiles(t *testing.T, dir string) []protocolFile {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.sql"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no protocols in %s (%v)", dir, err)
+	}
+	var out []protocolFile
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, protocolFile{name: strings.TrimSuffix(filepath.Base(p), ".sql"), path: p, what: headComment(string(b))})
+	}
+	return out
+}
+
+// headComment is a protocol file's leading comment, up to its first
+// directive or section, as one line without its "mutant:", "mutant,
+// equivalent:" or "Correct:" label.
+func headComment(src string) string {
+	var words []string
+	for _, line := range strings.Split(src, "\n") {
+		if !strings.HasPrefix(line, "--") || strings.HasPrefix(line, "-- outboxlab:") || strings.HasPrefix(line, "-- name:") {
+			break
+		}
+		words = append(words, strings.Fields(strings.TrimPrefix(line, "--"))...)
+	}
+	text := strings.Join(words, " ")
+	for _, label := range []string{"mutant:", "mutant, equivalent:", "Correct:"} {
+		text = strings.TrimSpace(strings.TrimPrefix(text, label))
+	}
+	return text
+}
+
+// measured is one protocol's row of the side-by-side table.
+type measured struct {
+	file          protocolFile
+	scenarioFails []string // the scenarios that failed
+	caught        bool     // by the state machine
+	checks        int      // checks until caught (or all checks run)
+	toFind        time.Duration
+	total         time.Duration // shrinking included
+	steps         int           // of the shrunk counterexample
+	rule          string
+	program       []string
+}
+
+func (r measured) line() string {
+	sc := "passed all six"
+	if len(r.scenarioFails) > 0 {
+		sc = "failed " + strings.Join(r.scenarioFails, ", ")
+	}
+	if !r.caught {
+		return fmt.Sprintf("scenarios %s; state machine passed %d checks in %v", sc, r.checks, r.total.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("scenarios %s; state machine caught it after %d checks (%v), shrunk in %v to %d steps: %s\n%s",
+		sc, r.checks, r.toFind.Round(time.Millisecond), r.total.Round(time.Millisecond), r.steps, r.rule, strings.Join(r.program, "\n"))
+}
+
+// measureProtocol runs the six scenarios and the state machine (default
+// budget; seed, when not nil, fixes rapid's seed) against one protocol.
+// Each gets its own installation, so that a check that failed with a
+// transaction open cannot hold a lock the scenarios need.
+func measureProtocol(t *testing.T, m protocolFile, cfg machine.Config, seed *uint64) measured {
+	t.Helper()
+	r := measured{file: m, scenarioFails: failedScenarios(t, m.path)}
+	if seed != nil {
+		setRapidFlag(t, "rapid.seed", fmt.Sprint(*seed))
+	}
+	h := harness(t, m.path, cfg)
+	c := h.Minimize(machine.Measure(t.Name(), h, h.Check), shrinkBudget)
+	if c.Caught && c.Failure == nil {
+		t.Fatalf("the state machine failed without a violation (a harness error):\n%s", c.Report)
+	}
+	r.caught, r.checks, r.toFind, r.total, r.steps, r.program = c.Caught, c.Checks, c.ToFind, c.Total, c.Steps(), c.Program
+	if c.Failure != nil {
+		r.rule = c.Failure.Rule
+		passes := []string{"leased"}
+		if strings.HasPrefix(m.name, "renew_") {
+			passes = []string{filepath.Join(correctDir, "leased_renew.sql")}
+		}
+		keepRegression(t, "mutant-"+m.name, m.path, passes, c)
+	}
+	return r
+}
+
+// catalogueConfig is the budget the catalogue runs with: the default,
+// without the network and server faults. The mutants are mistakes in the
+// protocol's statements, which no fault is needed to show (faults_test.go
+// has the mutants only a fault shows); and a server restart would break
+// every other protocol's run, where without them the catalogue runs in
+// parallel.
+func catalogueConfig() machine.Config {
+	cfg := machine.Default()
+	cfg.Faults = false
+	return cfg
+}
+
+// mutantConfig is catalogueConfig with a claim that waits on a lock
+// reported after 500 ms instead of 2 s. Every statement of these
+// protocols takes milliseconds; the bound only sets how long each replay
+// of a blocking mutant's counterexample waits while it is shrunk. (A
+// false "blocked" on a mutant under load would still be a catch; on a
+// correct protocol it would be a false alarm, so those keep the default.)
+func mutantConfig() machine.Config {
+	cfg := catalogueConfig()
+	cfg.OpTimeout = 500 * time.Millisecond
+	return cfg
+}
+
+// equivalentChecks is the number of checks an equivalent mutant gets
+// (unless -rapid.checks or RAPID_CHECKS says otherwise): each differs
+// from leased in one token whose equivalence its comment argues; the run
+// is a sanity check of that argument, where the correct variants get the
+// full default budget.
+const equivalentChecks = 30
+
+// failedScenarios runs the article's six scenarios against a protocol,
+// each in a fresh installation and with a few seconds' deadline: a
+// protocol whose claim waits on a lock would otherwise hold a scenario
+// for its minute, and a statement cut off by its deadline closes the
+// connection the next scenario would use.
+func failedScenarios(t *testing.T, path string) []string {
+	t.Helper()
+	var fails []string
+	for _, sc := range scenarios.All {
+		inst := install(t, path)
+		ctx, cancel := context.WithTimeout(context.Background(), scenarioDeadline)
+		res := scenarios.RunOne(ctx, inst, sc)
+		cancel()
+		inst.Close()
+		if res.Result != "pass" {
+			fails = append(fails, res.Scenario)
+		}
+	}
+	return fails
+}
+
+// scenarioDeadline bounds one scenario; each takes milliseconds unless a
+// statement waits on a lock.
+const scenarioDeadline = 5 * time.Second
+
+// writeMutantsTable measures every mutant, equivalent mutant and correct
+// variant sequentially (so that times are not shared with other work)
+// over tableSeeds, and writes the side-by-side table into docs/mutants.md
+// between its table markers.
+func writeMutantsTable(t *testing.T) {
+	honestSearch(t)
+	var rows []string
+	var totals struct{ mutants, byScenarios, byMachine int }
+	var missedByScenarios []string
+	for _, m := range protocolFiles(t, mutantDir) {
+		runs := measureSeeds(t, m, mutantConfig())
+		totals.mutants++
+		if len(runs[0].scenarioFails) > 0 {
+			totals.byScenarios++
+		} else {
+			missedByScenarios = append(missedByScenarios, "`"+m.name+"`")
+		}
+		if all(runs, func(r measured) bool { return r.caught }) {
+			totals.byMachine++
+		}
+		rows = append(rows, tableRow(m, runs))
+	}
+	var passing []string
+	for _, dir := range []string{equivalentDir, correctDir} {
+		for _, m := range protocolFiles(t, dir) {
+			runs := measureSeeds(t, m, catalogueConfig())
+			passing = append(passing, passRow(dir, m, runs))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured by `OUTBOXLAB_WRITE_TABLE=1 go test -run TestMutantsCaught -timeout 30m .` "+
+		"on %d cores (load average %s when it ended), one protocol at a time, once per rapid seed %v. "+
+		"Budget: the default (`machine.Default()`, %d checks) without faults; rapid finds, and Harness.Minimize shrinks the program it found. "+
+		"*Checks* and *time to catch* run to the first failing check: the median over the seeds, then the range or the slowest; "+
+		"*shrunk in* runs from there to the shrunk counterexample (rapid's reproduction of the failure included); "+
+		"*steps* counts the shrunk counterexample's steps, the drain's included.\n\n",
+		runtime.NumCPU(), loadAverage(), tableSeeds, 100)
+	fmt.Fprintf(&b, "**%d mutants: the six scenarios catch %d, the state machine %d.**", totals.mutants, totals.byScenarios, totals.byMachine)
+	if len(missedByScenarios) > 0 {
+		fmt.Fprintf(&b, " The scenarios miss %s.", strings.Join(missedByScenarios, ", "))
+	}
+	b.WriteString("\n\n")
+	b.WriteString("| mutant | the mistake | six scenarios | state machine | checks | time to catch | shrunk in | steps | violation |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		b.WriteString(r + "\n")
+	}
+	b.WriteString("\nEquivalent mutants (not counted) and correct-but-different protocols: both methods must pass them.\n\n")
+	b.WriteString("| protocol | why it must pass | six scenarios | state machine |\n|---|---|---|---|\n")
+	for _, r := range passing {
+		b.WriteString(r + "\n")
+	}
+	replaceBetweenMarkers(t, mutantsDoc, b.String())
+}
+
+// measureSeeds measures one protocol once per table seed.
+func measureSeeds(t *testing.T, m protocolFile, cfg machine.Config) []measured {
+	var runs []measured
+	for _, seed := range tableSeeds {
+		t.Run(fmt.Sprintf("%s/seed=%d", m.name, seed), func(t *testing.T) {
+			r := measureProtocol(t, m, cfg, &seed)
+			t.Logf("%s", r.line())
+			runs = append(runs, r)
+		})
+	}
+	return runs
+}
+
+func tableRow(m protocolFile, runs []measured) string {
+	sc := "no"
+	if len(runs[0].scenarioFails) > 0 {
+		sc = "yes: " + strings.Join(runs[0].scenarioFails, ", ")
+	}
+	caught := 0
+	for _, r := range runs {
+		if r.caught {
+			caught++
+		}
+	}
+	sm := "yes"
+	if caught < len(runs) {
+		sm = fmt.Sprintf("%d of %d seeds", caught, len(runs))
+	}
+	checks := intStats(runs, func(r measured) int { return r.checks })
+	times := durStats(runs, func(r measured) time.Duration { return r.toFind })
+	steps := intStats(runs, func(r measured) int { return r.steps })
+	rules := map[string]bool{}
+	var ruleList []string
+	for _, r := range runs {
+		if r.caught && !rules[r.rule] {
+			rules[r.rule] = true
+			ruleList = append(ruleList, r.rule)
+		}
+	}
+	shrink := durStats(runs, func(r measured) time.Duration { return r.total - r.toFind })
+	return fmt.Sprintf("| `%s` | %s | %s | %s | %s | %s | %s | %s | %s |", m.name, m.what, sc, sm,
+		checks, times, shrink, steps, strings.Join(ruleList, "; "))
+}
+
+func passRow(dir string, m protocolFile, runs []measured) string {
+	sc := "pass"
+	if len(runs[0].scenarioFails) > 0 {
+		sc = "**fail**: " + strings.Join(runs[0].scenarioFails, ", ")
+		if slices.Equal(runs[0].scenarioFails, scenarioFalseAlarms[m.name]) {
+			sc = "**false alarm**: " + strings.Join(runs[0].scenarioFails, ", ") + " (the scenario assumes FIFO)"
+		}
+	}
+	sm := fmt.Sprintf("pass (%d seeds × %s checks, %s each)", len(runs),
+		intStats(runs, func(r measured) int { return r.checks }), durStats(runs, func(r measured) time.Duration { return r.total }))
+	if n := len(filter(runs, func(r measured) bool { return r.caught })); n > 0 {
+		sm = fmt.Sprintf("**fail** on %d of %d seeds", n, len(runs))
+	}
+	kind := "correct"
+	if dir == equivalentDir {
+		kind = "equivalent"
+	}
+	return fmt.Sprintf("| `%s` (%s) | %s | %s | %s |", m.name, kind, m.what, sc, sm)
+}
+
+// loadAverage is the one-minute load average, where the system tells it.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}
+
+// intStats is "median (max)" or, when they agree, one number.
+func intStats(runs []measured, f func(measured) int) string {
+	var xs []int
+	for _, r := range runs {
+		xs = append(xs, f(r))
+	}
+	sort.Ints(xs)
+	med, max := xs[len(xs)/2], xs[len(xs)-1]
+	if med == max && xs[0] == max {
+		return fmt.Sprint(max)
+	}
+	return fmt.Sprintf("%d (%d–%d)", med, xs[0], max)
+}
+
+func durStats(runs []measured, f func(measured) time.Duration) string {
+	var xs []time.Duration
+	for _, r := range runs {
+		xs = append(xs, f(r))
+	}
+	slices.Sort(xs)
+	return fmt.Sprintf("%v (max %v)", round(xs[len(xs)/2]), round(xs[len(xs)-1]))
+}
+
+func round(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+func all[T any](xs []T, ok func(T) bool) bool { return len(filter(xs, ok)) == len(xs) }
+
+func filter[T any](xs []T, ok func(T) bool) []T {
+	var out []T
+	for _, x := range xs {
+		if ok(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// replaceBetweenMarkers puts text between the file's generated-table
+// markers, keeping the rest of the file as written.
+func replaceBetweenMarkers(t *testing.T, file, text string) {
+	const begin, end = "<!-- mutants table: begin -->", "<!-- mutants table: end -->"
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no %q ... %q markers", file, begin, end)
+	}
+	doc = doc[:i+len(begin)] + "\n" + text + doc[j:]
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
