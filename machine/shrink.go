@@ -3,6 +3,8 @@ package machine
 import (
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/outboxlab/outboxlab/model"
@@ -44,12 +46,12 @@ func (h *Harness) Minimize(c Catch, budget time.Duration) Catch {
 // whose replay still fails with the same rule. rapid shrinks the random
 // draws, which for a machine with twenty actions takes a thousand checks
 // and more; a replay costs only the steps it runs. The candidates: fewer
-// steps (delta debugging), the same steps with two events or two workers
-// swapped (so that a later shrink can drop the unused one), one or two
-// steps fewer and a swap together, an open claim transaction that commits made an
-// autocommit claim, and fewer workers or events. Replays are lenient: a step the machine could not have drawn at
-// its point is skipped. It stops at deadline with the smallest failing
-// program so far.
+// steps (delta debugging); the same steps with two events or two workers
+// swapped, so that a later pass can drop the unused one; one or two steps
+// fewer and a swap together; an open claim transaction that commits made
+// an autocommit claim; fewer workers or events. Replays are lenient: a
+// step the machine could not have drawn at its point is skipped. It stops
+// at deadline with the smallest failing program so far.
 func (h *Harness) ShrinkProgram(p Program, rule string, deadline time.Time) Program {
 	fails := func(c Program) bool {
 		if time.Now().After(deadline) {
@@ -103,8 +105,14 @@ func (p Program) simplerThan(q Program) bool {
 func (p Program) nameRank() int {
 	n := 0
 	for _, s := range p.Steps {
-		n += slices.Index(p.Workers, s.Op.Worker) + 1 + slices.Index(p.Events, s.Op.Event) + 1
+		n += nameNumber(s.Op.Worker) + nameNumber(s.Op.Event)
 	}
+	return n
+}
+
+// nameNumber is 3 for "w3" or "e3", 0 for "".
+func nameNumber(name string) int {
+	n, _ := strconv.Atoi(strings.TrimLeft(name, "ew"))
 	return n
 }
 
@@ -153,14 +161,21 @@ func (h *Harness) simpler(p Program) []Program {
 	return out
 }
 
-// swaps are the renamings of two events or two workers of p.
+// swaps are the renamings of two events (enqueued at the setup or by a
+// step) or two workers of p.
 func (p Program) swaps() []func(Program) Program {
 	var out []func(Program) Program
 	event := func(op *model.Op) *string { return &op.Event }
 	worker := func(op *model.Op) *string { return &op.Worker }
-	for j := len(p.Events) - 1; j > 0; j-- {
+	events := slices.Clone(p.Events)
+	for _, s := range p.Steps {
+		if s.Op.Kind == model.Enqueue {
+			events = append(events, s.Op.Event)
+		}
+	}
+	for j := len(events) - 1; j > 0; j-- {
 		for i := 0; i < j; i++ {
-			a, b := p.Events[i], p.Events[j]
+			a, b := events[i], events[j]
 			out = append(out, func(q Program) Program { return q.swapped(event, a, b) })
 		}
 	}
