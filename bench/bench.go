@@ -25,10 +25,6 @@ type Figures struct {
 	BaselineFindMS   float64 `json:"baseline_find_ms"`   // median time to the first counterexample
 	BaselineShrinkMS float64 `json:"baseline_shrink_ms"` // median time from there to its minimal form
 	KillCycleMS      float64 `json:"kill_cycle_ms"`      // median spawn, connect, claim, SIGKILL
-	// BaselineRapidMS is the median time from the first failure until
-	// rapid.Check returned: rapid goes on lowering random draws after the
-	// program has stopped getting smaller (see Counterexample).
-	BaselineRapidMS float64 `json:"-"`
 	// ChecksPerS is the state machine's throughput by number of parallel
 	// runs ("1", "2"), each run in a schema of its own.
 	ChecksPerS map[string]float64 `json:"checks_per_s"`

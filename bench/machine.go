@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,14 +86,11 @@ func runChecks(h *machine.Harness, prop func(*rapid.T)) error {
 type Counterexample struct {
 	// Find is the time to the end of the first failing check.
 	Find time.Duration
-	// Minimal is the time from there until the counterexample rapid finally
-	// reports was first run: its minimal form.
+	// Minimal is the time from there until the search returned its minimal
+	// counterexample (Harness.Search: replay-based shrinking, which stops
+	// when no smaller program fails).
 	Minimal time.Duration
-	// Shrink is the time from the first failure until rapid returned.
-	// rapid goes on minimizing the random draws after the program stopped
-	// getting smaller, until no draw can be lowered or its shrink time is up.
-	Shrink time.Duration
-	Steps  int // of the minimal program
+	Steps   int // of the minimal program
 }
 
 // FindAndShrink runs the state machine on a protocol that must fail (the
@@ -103,42 +99,18 @@ type Counterexample struct {
 func FindAndShrink(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, seed uint64) (Counterexample, error) {
 	h := machine.New(srv, inst, cfg)
 	defer h.Close()
-	type failure struct {
-		at      time.Time
-		program string
-	}
-	var failures []failure
-	prop := func(t *rapid.T) {
-		defer func() {
-			if h.Failure() != nil {
-				failures = append(failures, failure{time.Now(), strings.Join(h.Program(), "\n")})
-			}
-		}()
-		h.Check(t)
-	}
 	var out Counterexample
 	err := withRapid(100, seed, func() error {
-		tb := machine.NewRecordingTB("outboxlab-bench")
 		start := time.Now()
-		passed := check(tb, prop)
-		end := time.Now()
+		c := h.Search("outboxlab-bench", 0)
+		total := time.Since(start)
 		switch {
-		case passed:
+		case !c.Caught:
 			return fmt.Errorf("%s passed 100 checks from seed %d: no counterexample", inst.Proto.Name, seed)
-		case len(failures) == 0:
-			return fmt.Errorf("%s failed without a violation: %s", inst.Proto.Name, firstLine(tb.Errors()))
+		case c.Failure == nil:
+			return fmt.Errorf("%s failed without a violation: %s", inst.Proto.Name, firstLine(c.Report))
 		}
-		first := failures[0].at
-		final := strings.Join(h.Program(), "\n")
-		minimal := end
-		for _, f := range failures {
-			if f.program == final {
-				minimal = f.at
-				break
-			}
-		}
-		out = Counterexample{Find: first.Sub(start), Minimal: minimal.Sub(first), Shrink: end.Sub(first),
-			Steps: countSteps(h.Program())}
+		out = Counterexample{Find: c.ToFind, Minimal: total - c.ToFind, Steps: countSteps(c.Program)}
 		return nil
 	})
 	return out, err

@@ -115,16 +115,15 @@ func (r *runner) stateMachine() error {
 
 func (r *runner) baseline() error {
 	return r.step(fmt.Sprintf("baseline counterexample, %d seeds", len(r.opt.Seeds)), func() error {
-		var finds, minimal, returned []time.Duration
+		var finds, minimal []time.Duration
 		for _, seed := range r.opt.Seeds {
 			c, err := FindAndShrink(r.srv, r.base, r.opt.Config, seed)
 			if err != nil {
 				return err
 			}
-			finds, minimal, returned = append(finds, c.Find), append(minimal, c.Minimal), append(returned, c.Shrink)
+			finds, minimal = append(finds, c.Find), append(minimal, c.Minimal)
 		}
 		r.f.BaselineFindMS, r.f.BaselineShrinkMS = ms(median(finds)), ms(median(minimal))
-		r.f.BaselineRapidMS = ms(median(returned))
 		return nil
 	})
 }

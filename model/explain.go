@@ -66,6 +66,9 @@ func explainClaim(s State, got Outcome) string {
 	case r.Status == Ready && !r.Due:
 		return fmt.Sprintf("claim took %s which is waiting for its backoff", r.Event)
 	case s.Order != Any && eligible[0] != r.Event:
+		if first := s.Rows[s.row(eligible[0])]; first.Status == InProgress {
+			return fmt.Sprintf("claim took %s out of order: %s is claimable first (its lease expired: a stranded row)", r.Event, eligible[0])
+		}
 		return fmt.Sprintf("claim took %s out of order: %s is claimable first", r.Event, eligible[0])
 	case got.Gen != r.Gen+1:
 		return fmt.Sprintf("claim returned generation %d, want %d (generation must rise by one)", got.Gen, r.Gen+1)

@@ -189,3 +189,24 @@ func (inst *Instance) Close() {
 	inst.Conn.Close(ctx)
 	inst.Conn = nil
 }
+
+// EnsureConn replaces the checking connection when it no longer works (a
+// server restart by another harness sharing the server breaks it).
+func (inst *Instance) EnsureConn(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err := inst.Conn.Ping(pctx)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	conn, err := Connect(ctx, inst.ConnString, inst.Statements.Schema)
+	if err != nil {
+		return fmt.Errorf("reconnect the checking connection: %w", err)
+	}
+	old := inst.Conn
+	inst.Conn = conn
+	closeCtx, cancel := context.WithTimeout(ctx, 0)
+	defer cancel()
+	old.Close(closeCtx)
+	return nil
+}

@@ -104,7 +104,6 @@ func printFigures(w io.Writer, f bench.Figures) {
 		{"schema_reset_us", f.SchemaResetUS, "us", "median create schema + table, drop schema"},
 		{"baseline_find_ms", f.BaselineFindMS, "ms", "median time to baseline's first counterexample"},
 		{"baseline_shrink_ms", f.BaselineShrinkMS, "ms", "median time from there to its minimal form"},
-		{"  (rapid returned)", f.BaselineRapidMS, "ms", "median time from there until rapid stopped shrinking"},
 		{"kill_cycle_ms", f.KillCycleMS, "ms", "median spawn, connect, claim, SIGKILL, backend gone"},
 	}
 	for _, r := range rows {

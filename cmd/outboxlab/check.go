@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,7 +52,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.steps, "steps", 0, "average steps per check (default: rapid's, 30, or RAPID_STEPS)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the first check (0: random); a failure prints the seed that reproduces it")
 	fs.BoolVar(&f.faults, "faults", def.Faults, "inject network faults and server restarts")
-	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long shrinking a counterexample (default: rapid's, 30s)")
+	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long for rapid's shrinking, used when a counterexample cannot be replayed (default 30s)")
 	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: outboxlab check [flags] [PROTOCOL ...]")
@@ -111,7 +110,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 // reads them when a check starts.
 func setRapidFlags(f *checkFlags) error {
 	// rapid consults testing.Short; outside `go test` the testing flags
-	// must be registered first.
+	// must be registered and parsed first.
 	testing.Init()
 	if !flag.Parsed() {
 		flag.CommandLine.Parse(nil)
@@ -126,9 +125,6 @@ func setRapidFlags(f *checkFlags) error {
 	if f.steps > 0 {
 		set["rapid.steps"] = strconv.Itoa(f.steps)
 	}
-	if f.shrink > 0 {
-		set["rapid.shrinktime"] = f.shrink.String()
-	}
 	for k, v := range set {
 		if err := flag.CommandLine.Set(k, v); err != nil {
 			return fmt.Errorf("set %s: %w", k, err)
@@ -139,11 +135,6 @@ func setRapidFlags(f *checkFlags) error {
 	}
 	return nil
 }
-
-var (
-	seedInReport = regexp.MustCompile(`-rapid\.seed=(\d+)`)
-	failedAfter  = regexp.MustCompile(`failed after (\d+) tests`)
-)
 
 func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f checkFlags, stderr io.Writer) checkResult {
 	res := checkResult{Protocol: inst.Proto.Name, Seed: f.seed, Counterexample: []string{}}
@@ -158,11 +149,11 @@ func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f ch
 		defer detach()
 	}
 	stop := showProgress(h, inst.Proto.Name, f.checks, stderr)
-	tb := machine.NewRecordingTB("outboxlab check " + inst.Proto.Name)
-	passed := tb.RunCheck(h)
+	start := time.Now()
+	c := h.Search("outboxlab check "+inst.Proto.Name, f.shrink)
 	stop()
-	checks, steps, elapsed := h.Stats()
-	res.Checks, res.Steps, res.Seconds = checks, steps, elapsed.Seconds()
+	checks, steps, _ := h.Stats()
+	res.Checks, res.Steps, res.Seconds = checks, steps, time.Since(start).Seconds()
 	res.Coverage = h.Coverage.Counts()
 	required := machine.BaseClasses
 	if cfg.Faults {
@@ -174,26 +165,19 @@ func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f ch
 	if !inst.Proto.Has(sut.Renew) {
 		required = dropClass(required, machine.CovRenew)
 	}
-	switch v := h.Failure(); {
-	case passed:
+	switch v := c.Failure; {
+	case !c.Caught:
 		res.Result = "pass"
 		res.Uncovered = h.Coverage.Missing(required)
 	case v != nil:
 		res.Result = "fail"
 		res.Violation = v.Rule
-		res.Counterexample = h.Program()
-		if m := failedAfter.FindStringSubmatch(tb.Errors()); m != nil {
-			res.Checks, _ = strconv.Atoi(m[1])
-			res.Checks++ // the failing one
-		}
-		seed := f.seed
-		if m := seedInReport.FindStringSubmatch(tb.Errors()); m != nil {
-			seed, _ = strconv.ParseUint(m[1], 10, 64)
-		}
-		res.Reproduce = reproduceCommand(inst.Proto, seed, cfg)
+		res.Counterexample = c.Program
+		res.Checks = c.Checks
+		res.Reproduce = reproduceCommand(inst.Proto, c.FailingSeed(f.seed), cfg)
 	default:
 		res.Result = "error"
-		res.Error = firstLine(tb.Errors())
+		res.Error = firstLine(c.Report)
 	}
 	return res
 }

@@ -1,0 +1,113 @@
+package machine
+
+import (
+	"flag"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Search runs rapid.Check of h.Check with a recording TB named name. It
+// searches with rapid's own shrinking off, then shrinks the printed program
+// by replaying it (Minimize: well under a second for the baseline, where
+// rapid's shrinker, working on the random draws, takes thousands of
+// checks). A program with a network fault's step cannot be replayed: the
+// faults are dropped if the failure does not need them; otherwise rapid
+// shrinks from the failing seed for at most shrink (0: 30s).
+//
+// rapid's flags must be usable: under go test, or after testing.Init and
+// flag parsing. It restores the flags it changes.
+func (h *Harness) Search(name string, shrink time.Duration) Catch {
+	shrinkTime := flag.CommandLine.Lookup("rapid.shrinktime").Value.String()
+	defer setRapidFlag("rapid.shrinktime", shrinkTime)
+	setRapidFlag("rapid.shrinktime", "0s")
+	c := Measure(name, h, h.Check)
+	if !c.Caught || c.Failure == nil {
+		return c
+	}
+	if _, err := ParseProgram(c.Program); err == nil {
+		return h.minimizeFound(c, c)
+	}
+	// Most failures do not need the faults that happened on the way: with
+	// each lost request dropped and each lost reply delivered, the program
+	// may replay, and then shrink, to a failure of its own. It may break
+	// another rule than the one found (the drain reports a row the fault
+	// run reported earlier): it is still a real, and replayable, failure.
+	if p, err := ParseProgram(withoutFaultSteps(c.Program)); err == nil {
+		// Lenient: a step that only a dropped one made possible is skipped.
+		if v, err := h.replay(p, true); err == nil && v != nil {
+			return h.minimizeFound(c, Catch{Caught: true, Program: h.Program(), Failure: v})
+		}
+	}
+	if shrink == 0 {
+		shrink = 30 * time.Second
+	}
+	checks := flag.CommandLine.Lookup("rapid.checks").Value.String()
+	seed := flag.CommandLine.Lookup("rapid.seed").Value.String()
+	setRapidFlag("rapid.shrinktime", shrink.String())
+	setRapidFlag("rapid.checks", "1")
+	setRapidFlag("rapid.seed", strconv.FormatUint(c.FailingSeed(0), 10))
+	defer func() {
+		setRapidFlag("rapid.checks", checks)
+		setRapidFlag("rapid.seed", seed)
+	}()
+	shrunk := Measure(name, h, h.Check)
+	if shrunk.Failure == nil || !SameRule(shrunk.Failure.Rule, c.Failure.Rule) {
+		return c // not reproducible from its seed (a flaky protocol): keep the first
+	}
+	return h.keepSearch(c, shrunk)
+}
+
+// minimizeFound shrinks from, a replayable form of what the search found.
+func (h *Harness) minimizeFound(found, from Catch) Catch {
+	return h.keepSearch(found, h.Minimize(from, 10*time.Second))
+}
+
+// keepSearch is the shrunk result with the search's own figures: checks
+// to the first failure, time to find it, rapid's report and seed.
+func (h *Harness) keepSearch(found, shrunk Catch) Catch {
+	shrunk.Caught = true
+	shrunk.Checks, shrunk.ToFind, shrunk.Report = found.Checks, found.ToFind, found.Report
+	return shrunk
+}
+
+var seedInReport = regexp.MustCompile(`-rapid\.seed=(\d+)`)
+
+// FailingSeed is the seed rapid reported for the failing check: from it,
+// the first check fails. base when rapid reported none.
+func (c Catch) FailingSeed(base uint64) uint64 {
+	if m := seedInReport.FindStringSubmatch(c.Report); m != nil {
+		seed, _ := strconv.ParseUint(m[1], 10, 64)
+		return seed
+	}
+	return base
+}
+
+// setRapidFlag sets one of rapid's flags, which it reads when a check starts.
+func setRapidFlag(name, value string) {
+	if err := flag.CommandLine.Set(name, value); err != nil {
+		panic(fmt.Sprintf("rapid flag %s: %v", name, err)) // rapid renamed its flags
+	}
+}
+
+// withoutFaultSteps rewrites a program that a replay cannot repeat into
+// one it can: a step whose request was lost, and a server restart, are
+// dropped; a step whose reply was lost ran, and is kept as an ordinary
+// step (a replay compares what it observes with the model, not with the
+// recorded outcome).
+func withoutFaultSteps(program []string) []string {
+	var out []string
+	for _, line := range program {
+		switch {
+		case strings.Contains(line, "Restart() -> "), strings.Contains(line, "// "+ActRequestLost):
+			continue
+		case strings.Contains(line, "// "+ActReplyLost):
+			line, _, _ = strings.Cut(line, "   //")
+			line = strings.Replace(line, " -> unknown", " -> ok", 1)
+		}
+		out = append(out, line)
+	}
+	return out
+}
