@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/pgserver"
 )
@@ -15,16 +14,18 @@ import (
 // crashed and restarted when this run owns it.
 type Injector struct {
 	srv     *pgserver.Server
-	proxies *proxies
+	proxies proxySet
 	mu      sync.Mutex
 	err     error // the first proxy that would not start
 }
 
 var _ machine.FaultInjector = (*Injector)(nil)
 
-// New starts an in-process toxiproxy in front of srv. Close stops it.
+// New starts the workers' proxies in front of srv: in an in-process
+// toxiproxy, or, when OUTBOXLAB_TOXIPROXY_URL is set, on that toxiproxy
+// server (see externalFromEnv). Close removes them.
 func New(srv *pgserver.Server) (*Injector, error) {
-	ps, err := newProxies(srv.ConnString())
+	ps, err := newProxySet(srv.ConnString())
 	if err != nil {
 		return nil, fmt.Errorf("faults: %w", err)
 	}
@@ -77,7 +78,7 @@ func (in *Injector) LoseReply(w string) (undo func(), err error) {
 	return arm(ReplyLost{p}, w)
 }
 
-func (in *Injector) proxy(w string) (*toxiproxy.Proxy, error) {
+func (in *Injector) proxy(w string) (link, error) {
 	in.mu.Lock()
 	err := in.err
 	in.mu.Unlock()
@@ -107,5 +108,5 @@ func (in *Injector) Restart(ctx context.Context) error {
 	return nil
 }
 
-// Close stops every proxy and closes the connections through them.
+// Close removes every proxy and closes the connections through them.
 func (in *Injector) Close() { in.proxies.close() }

@@ -1,7 +1,9 @@
 package faults
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -14,11 +16,11 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// proxies is a toxiproxy running in this process, with one proxy a name,
-// each listening on a loopback port of its own and forwarding to the
+// localProxies is a toxiproxy running in this process, with one proxy a
+// name, each listening on a loopback port of its own and forwarding to the
 // server. Nothing listens once Close returns, and nothing outlives the
 // process.
-type proxies struct {
+type localProxies struct {
 	api        *toxiproxy.ApiServer
 	connString string // the server's
 	upstream   string // the server's host:port
@@ -26,17 +28,25 @@ type proxies struct {
 	byName     map[string]*toxiproxy.Proxy
 }
 
-func newProxies(connString string) (*proxies, error) {
+func newLocalProxies(connString string) (*localProxies, error) {
 	upstream, err := tcpAddress(connString)
 	if err != nil {
 		return nil, err
 	}
 	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	return &proxies{api: api, connString: connString, upstream: upstream, byName: map[string]*toxiproxy.Proxy{}}, nil
+	return &localProxies{api: api, connString: connString, upstream: upstream, byName: map[string]*toxiproxy.Proxy{}}, nil
 }
 
 // get returns name's proxy, starting it on first use.
-func (ps *proxies) get(name string) (*toxiproxy.Proxy, error) {
+func (ps *localProxies) get(name string) (link, error) {
+	p, err := ps.proxy(name)
+	if err != nil {
+		return nil, err
+	}
+	return localLink{p}, nil
+}
+
+func (ps *localProxies) proxy(name string) (*toxiproxy.Proxy, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if p := ps.byName[name]; p != nil {
@@ -50,9 +60,8 @@ func (ps *proxies) get(name string) (*toxiproxy.Proxy, error) {
 	return p, nil
 }
 
-// connString is the server's connection string pointed at name's proxy.
-func (ps *proxies) connStringFor(name string) (string, error) {
-	p, err := ps.get(name)
+func (ps *localProxies) connStringFor(name string) (string, error) {
+	p, err := ps.proxy(name)
 	if err != nil {
 		return "", err
 	}
@@ -62,22 +71,28 @@ func (ps *proxies) connStringFor(name string) (string, error) {
 	return withAddress(ps.connString, listen)
 }
 
-// close stops every proxy and closes the connections through them.
-func (ps *proxies) close() {
+func (ps *localProxies) close() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.api.Collection.Clear()
 	ps.byName = map[string]*toxiproxy.Proxy{}
 }
 
-// addToxic adds a toxic to a proxy; the undo removes it.
-func addToxic(p *toxiproxy.Proxy, json string) (undo func(), err error) {
-	t, err := p.Toxics.AddToxicJson(strings.NewReader(json))
+// localLink is a proxy of this process's toxiproxy.
+type localLink struct{ p *toxiproxy.Proxy }
+
+// addToxic adds a toxic to the proxy; the undo removes it.
+func (l localLink) addToxic(t toxic) (undo func(), err error) {
+	body, err := json.Marshal(t)
 	if err != nil {
-		return nothing, fmt.Errorf("add toxic to proxy %s: %w", p.Name, err)
+		return nothing, err
 	}
-	name := t.Name
-	return once(func() { p.Toxics.RemoveToxic(context.Background(), name) }), nil
+	added, err := l.p.Toxics.AddToxicJson(bytes.NewReader(body))
+	if err != nil {
+		return nothing, fmt.Errorf("add toxic to proxy %s: %w", l.p.Name, err)
+	}
+	name := added.Name
+	return once(func() { l.p.Toxics.RemoveToxic(context.Background(), name) }), nil
 }
 
 // tcpAddress is the host:port a connection string reaches. A proxy can

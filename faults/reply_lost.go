@@ -1,10 +1,6 @@
 package faults
 
-import (
-	"context"
-
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-)
+import "context"
 
 // ReplyLost cuts a proxy's server-to-client direction: the next statement
 // reaches the server, runs and (in autocommit, or a COMMIT) commits, and its
@@ -12,10 +8,10 @@ import (
 // connection error as for a lost request and cannot tell the two apart.
 // The statement must be one round trip for that (the worker prepares its
 // statements when it connects): the reply lost is then the statement's own.
-type ReplyLost struct{ proxy *toxiproxy.Proxy }
+type ReplyLost struct{ proxy link }
 
 func (ReplyLost) Name() string { return "reply_lost" }
 
 func (f ReplyLost) Inject(context.Context) (func(), error) {
-	return addToxic(f.proxy, `{"name":"reply_lost","type":"limit_data","stream":"downstream","toxicity":1,"attributes":{"bytes":0}}`)
+	return f.proxy.addToxic(cut("reply_lost", "downstream"))
 }

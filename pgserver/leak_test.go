@@ -27,12 +27,18 @@ func TestMain(m *testing.M) {
 }
 
 func holdCluster() {
-	srv, err := Start(context.Background())
-	if err != nil || srv.cluster == nil {
+	// The local cluster itself, even when DATABASE_URL names another server.
+	bin, err := findBinaries()
+	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	fmt.Println(srv.cluster.dir, srv.cluster.proc.Process.Pid)
+	c, err := startCluster(context.Background(), bin)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println(c.dir, c.proc.Process.Pid)
 	select {}
 }
 
