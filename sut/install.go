@@ -65,8 +65,12 @@ func (inst *Instance) install(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	p, schema := inst.Proto, inst.Statements.Schema
+	sweepAbandonedSchemas(ctx, inst.Conn)
 	if _, err := inst.Conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		return fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	if _, err := inst.Conn.Exec(ctx, "COMMENT ON SCHEMA "+schema+" IS "+quoteLiteral(schemaOwner())); err != nil {
+		return fmt.Errorf("label schema %s: %w", schema, err)
 	}
 	ddl := p.Sections[Schema]
 	if err := inst.Conn.PgConn().Exec(ctx, ddl.SQL).Close(); err != nil {
@@ -210,3 +214,5 @@ func (inst *Instance) EnsureConn(ctx context.Context) error {
 	old.Close(closeCtx)
 	return nil
 }
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
