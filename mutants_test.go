@@ -27,14 +27,14 @@ import (
 // bad as a miss).
 //
 // OUTBOXLAB_WRITE_TABLE=1 measures the catalogue sequentially over several
-// seeds and writes the table into docs/mutants.md;
+// seeds and writes the table into README.md;
 // OUTBOXLAB_WRITE_REGRESSIONS=1 keeps every counterexample found in
 // testdata/regressions.
 const (
 	mutantDir     = "testdata/mutants"
 	equivalentDir = "testdata/mutants/equivalent"
 	correctDir    = "testdata/correct"
-	mutantsDoc    = "docs/mutants.md"
+	mutantsDoc    = "README.md"
 )
 
 // tableSeeds are the rapid seeds the written table is measured over.
@@ -257,7 +257,7 @@ const scenarioDeadline = 5 * time.Second
 
 // writeMutantsTable measures every mutant, equivalent mutant and correct
 // variant sequentially (so that times are not shared with other work)
-// over tableSeeds, and writes the side-by-side table into docs/mutants.md
+// over tableSeeds, and writes the side-by-side table into README.md
 // between its table markers.
 func writeMutantsTable(t *testing.T) {
 	honestSearch(t)
