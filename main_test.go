@@ -2,7 +2,9 @@ package outboxlab
 
 import (
 	"context"
+	"flag"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 // binary's one PostgreSQL server when the tests end.
 func TestMain(m *testing.M) {
 	worker.MainIfWorker()
+	searchFromScratch()
 	os.Exit(func() int {
 		defer pgserver.CloseShared()
 		return m.Run()
@@ -41,4 +44,21 @@ func install(t testing.TB, protocol string) *sut.Instance {
 	}
 	t.Cleanup(inst.Close)
 	return inst
+}
+
+// searchFromScratch sets rapid's defaults for this binary, once, before
+// any test runs (its flags are global, so tests running in parallel must
+// not set them): no fail files, whose replay would make time-to-catch
+// meaningless (counterexamples are kept as programs in
+// testdata/regressions), and no rapid shrinking, which with every action
+// enabled takes thousands of checks and still leaves tens of steps, where
+// Harness.Minimize shrinks the printed program by replaying it. The
+// command line and the RAPID_ variables still win.
+func searchFromScratch() {
+	for name, value := range map[string]string{"rapid.nofailfile": "true", "rapid.shrinktime": "0s"} {
+		env := "RAPID_" + strings.ToUpper(strings.TrimPrefix(name, "rapid."))
+		if _, set := os.LookupEnv(env); !set {
+			flag.Set(name, value)
+		}
+	}
 }

@@ -50,6 +50,8 @@ func Measure(name string, h *Harness, check func(*rapid.T)) Catch {
 	start := time.Now()
 	var c Catch
 	found := false
+	var firstProgram []string
+	var firstFailure *Violation
 	prop := func(t *rapid.T) {
 		defer func() {
 			if !found && h.Failure() != nil {
@@ -57,6 +59,7 @@ func Measure(name string, h *Harness, check func(*rapid.T)) Catch {
 				c.ToFind = time.Since(start)
 				n, _, _ := h.Stats()
 				c.Checks = n - checksBefore
+				firstProgram, firstFailure = h.Program(), h.Failure()
 			}
 		}()
 		check(t)
@@ -67,6 +70,11 @@ func Measure(name string, h *Harness, check func(*rapid.T)) Catch {
 	c.Program = h.Program()
 	c.Failure = h.Failure()
 	c.Report = tb.Errors()
+	if c.Caught && c.Failure == nil && firstFailure != nil {
+		// A protocol that does not fail the same way twice (rapid calls it
+		// flaky: heap order, say) failed all the same: keep the first.
+		c.Program, c.Failure = firstProgram, firstFailure
+	}
 	if !found {
 		n, _, _ := h.Stats()
 		c.Checks = n - checksBefore
