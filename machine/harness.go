@@ -117,18 +117,7 @@ func (h *Harness) Stats() (checks, steps int, elapsed time.Duration) {
 }
 
 // Check is one rapid check: reset, a random program, then the drain.
-func (h *Harness) Check(t *rapid.T) {
-	start := time.Now()
-	r := h.begin(t)
-	defer func() {
-		h.mu.Lock()
-		h.checks++
-		h.elapsed += time.Since(start)
-		h.mu.Unlock()
-	}()
-	t.Repeat(r.actions())
-	r.drain()
-}
+func (h *Harness) Check(t *rapid.T) { h.IsolatedCheck(Isolate{})(t) }
 
 func workerName(i int) string { return fmt.Sprintf("w%d", i+1) }
 
