@@ -189,6 +189,9 @@ func (inst *Instance) Close() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// A statement cut short by its deadline closes the connection: drop
+	// the schema over a fresh one then.
+	inst.EnsureConn(ctx)
 	inst.Conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+inst.Statements.Schema+" CASCADE")
 	inst.Conn.Close(ctx)
 	inst.Conn = nil

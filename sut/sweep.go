@@ -27,10 +27,15 @@ func schemaOwner() string {
 
 var sweepOnce sync.Once
 
-// sweepAbandonedSchemas drops this host's outboxlab schemas whose run is
-// gone. Best effort: an error leaves them for the next run.
+// sweepAbandonedSchemas sweeps once per process, at its first install.
 func sweepAbandonedSchemas(ctx context.Context, conn *pgx.Conn) {
-	sweepOnce.Do(func() {
+	sweepOnce.Do(func() { SweepAbandonedSchemas(ctx, conn) })
+}
+
+// SweepAbandonedSchemas drops this host's outboxlab schemas whose run is
+// gone. Best effort: an error leaves them for the next run.
+func SweepAbandonedSchemas(ctx context.Context, conn *pgx.Conn) {
+	{
 		rows, err := conn.Query(ctx, `SELECT n.nspname, obj_description(n.oid, 'pg_namespace')
 			FROM pg_namespace n WHERE n.nspname LIKE 'outboxlab\_%'`)
 		if err != nil {
@@ -59,7 +64,7 @@ func sweepAbandonedSchemas(ctx context.Context, conn *pgx.Conn) {
 			}
 			conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s.name}.Sanitize()+" CASCADE")
 		}
-	})
+	}
 }
 
 func processAlive(pid int) bool {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/sut"
 )
 
 // runCheckEnv makes this test binary run `outboxlab check` on a budget too
@@ -58,6 +63,7 @@ func TestNothingOutlivesAKilledCheck(t *testing.T) {
 	deadline = time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		if len(living(started)) == 0 && len(existing(clusters)) == 0 {
+			checkSchemasSwept(t, cmd.Process.Pid)
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -115,4 +121,31 @@ func existing(paths []string) []string {
 		}
 	}
 	return out
+}
+
+// checkSchemasSwept: on a server the run did not own (DATABASE_URL), the
+// killed run's schemas outlive it until a later run's sweep drops them;
+// run that sweep now and check that nothing of the killed run is left.
+func checkSchemasSwept(t *testing.T, pid int) {
+	srv, err := pgserver.Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, srv.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	sut.SweepAbandonedSchemas(ctx, conn)
+	var left int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_namespace
+		WHERE obj_description(oid, 'pg_namespace') LIKE '% pid=' || $1`, strconv.Itoa(pid)).Scan(&left)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Fatalf("%d schemas of the killed run left after the sweep", left)
+	}
 }
