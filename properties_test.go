@@ -40,15 +40,10 @@ func TestLeasedStateMachine(t *testing.T) {
 	h := harness(t, "leased", machine.Default())
 	rapid.Check(t, h.Check)
 	var b strings.Builder
-	required := append(append([]string(nil), machine.BaseClasses...), machine.FaultClasses...)
-	h.Coverage.Print(&b, required)
+	h.Coverage.Print(&b, append(append([]string(nil), machine.BaseClasses...), machine.FaultClasses...))
 	t.Logf("coverage:\n%s", b.String())
-	if !h.Inst.Proto.Has("renew") {
-		required = without(required, machine.CovRenew)
-	}
-	if !h.Srv.Owned() {
-		required = without(required, machine.CovDBRestart) // a user's server is never crashed
-	}
+	// A user's server is never crashed: no restart required there.
+	required := machine.RequiredClasses(h.Cfg, h.Inst.Proto.Has("renew"), h.Srv.Owned())
 	if missing := h.Coverage.Missing(required); len(missing) > 0 {
 		t.Errorf("the run never exercised %v: a suite that never gets there proves nothing", missing)
 	}
@@ -67,14 +62,4 @@ func TestBaselineFailsStateMachine(t *testing.T) {
 		t.Errorf("shrunk to %d steps, want at most 6:\n%s", n, strings.Join(c.Program, "\n"))
 	}
 	t.Logf("violation: %s\nprogram:\n%s", c.Failure.Detail, strings.Join(c.Program, "\n"))
-}
-
-func without(list []string, drop string) []string {
-	var out []string
-	for _, x := range list {
-		if x != drop {
-			out = append(out, x)
-		}
-	}
-	return out
 }

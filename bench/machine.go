@@ -110,7 +110,7 @@ func FindAndShrink(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config,
 		case c.Failure == nil:
 			return fmt.Errorf("%s failed without a violation: %s", inst.Proto.Name, firstLine(c.Report))
 		}
-		out = Counterexample{Find: c.ToFind, Minimal: total - c.ToFind, Steps: countSteps(c.Program)}
+		out = Counterexample{Find: c.ToFind, Minimal: total - c.ToFind, Steps: machine.CountSteps(c.Program)}
 		return nil
 	})
 	return out, err
@@ -164,15 +164,4 @@ func Throughput(ctx context.Context, srv *pgserver.Server, insts []*sut.Instance
 		return 0, err
 	}
 	return float64(done.Load()) / elapsed.Seconds(), nil
-}
-
-// countSteps counts the numbered lines of a printed program ("  3. ...").
-func countSteps(program []string) int {
-	n := 0
-	for _, line := range program {
-		if len(line) > 4 && line[3] == '.' {
-			n++
-		}
-	}
-	return n
 }

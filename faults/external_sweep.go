@@ -8,7 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/outboxlab/outboxlab/internal/proc"
 )
 
 // A killed run never gets to delete its proxies on the external server,
@@ -65,6 +66,5 @@ func abandoned(name, machine string) bool {
 	if err != nil || pid <= 0 || pid == os.Getpid() {
 		return false
 	}
-	err = syscall.Kill(pid, 0)
-	return err == syscall.ESRCH
+	return !proc.Alive(pid)
 }

@@ -33,6 +33,27 @@ var (
 	FaultClasses = []string{CovRequestLost, CovReplyLost, CovDBRestart}
 )
 
+// RequiredClasses are the classes a default-budget run of a correct
+// protocol must all reach: renew only when the protocol has one, the
+// faults only when they are on, a restart only on a server the harness may
+// crash.
+func RequiredClasses(cfg Config, hasRenew, canRestart bool) []string {
+	var out []string
+	for _, class := range BaseClasses {
+		if class != CovRenew || hasRenew {
+			out = append(out, class)
+		}
+	}
+	if cfg.Faults {
+		for _, class := range FaultClasses {
+			if class != CovDBRestart || canRestart {
+				out = append(out, class)
+			}
+		}
+	}
+	return out
+}
+
 // Coverage counts events across all checks of a run.
 type Coverage struct {
 	mu     sync.Mutex

@@ -164,15 +164,9 @@ func (h *Harness) restart(ctx context.Context) error {
 		return err
 	}
 	h.spares.discard() // their connections are broken too
-	conn, err := sut.Connect(ctx, h.Inst.ConnString, h.Inst.Statements.Schema)
-	if err != nil {
-		return fmt.Errorf("reconnect after the restart: %w", err)
+	if err := h.Inst.EnsureConn(ctx); err != nil {
+		return fmt.Errorf("after the restart: %w", err)
 	}
-	old := h.Inst.Conn
-	h.Inst.Conn = conn
-	closeCtx, cancel := context.WithTimeout(ctx, 0)
-	defer cancel()
-	old.Close(closeCtx) // its server is gone: do not wait on it
 	return nil
 }
 

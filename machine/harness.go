@@ -149,11 +149,7 @@ func (h *Harness) begin(t *rapid.T) *run {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var err error
-	h.timed(func() {
-		if err = h.Inst.EnsureConn(ctx); err == nil {
-			err = h.Inst.Reset(ctx, events)
-		}
-	})
+	h.timed(func() { err = h.Inst.Reset(ctx, events) })
 	if err != nil {
 		t.Fatalf("harness: %v", err)
 	}

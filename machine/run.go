@@ -142,15 +142,7 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 	r.states = matched
 }
 
-func (r *run) stepNumber() int {
-	n := 0
-	for _, l := range r.h.program {
-		if len(l) > 4 && l[3] == '.' {
-			n++
-		}
-	}
-	return n + 1
-}
+func (r *run) stepNumber() int { return CountSteps(r.h.program) + 1 }
 
 func sameOutcome(want, got model.Outcome, hasGen bool) bool {
 	if !hasGen {

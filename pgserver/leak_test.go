@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/outboxlab/outboxlab/internal/proc"
 )
 
 // holdEnv makes this test binary start a cluster, print its directory and
@@ -76,12 +78,12 @@ func TestNothingOutlivesAKilledRun(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		_, statErr := os.Stat(dir)
-		if os.IsNotExist(statErr) && !processAlive(pid) {
+		if os.IsNotExist(statErr) && !proc.Alive(pid) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("10s after SIGKILL: directory %s exists=%v, postmaster %d alive=%v", dir, exists(dir), pid, processAlive(pid))
+	t.Fatalf("10s after SIGKILL: directory %s exists=%v, postmaster %d alive=%v", dir, exists(dir), pid, proc.Alive(pid))
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }

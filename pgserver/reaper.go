@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/outboxlab/outboxlab/internal/proc"
 )
 
 const tempPrefix = "outboxlab-pg-"
@@ -49,14 +51,9 @@ func sweepAbandoned() {
 	for _, d := range dirs {
 		rest := strings.TrimPrefix(filepath.Base(d), tempPrefix)
 		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
-		if err != nil || pid == os.Getpid() || processAlive(pid) {
+		if err != nil || pid == os.Getpid() || proc.Alive(pid) {
 			continue
 		}
 		os.RemoveAll(d)
 	}
-}
-
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || err == syscall.EPERM
 }

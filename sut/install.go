@@ -198,7 +198,7 @@ func (inst *Instance) Close() {
 }
 
 // EnsureConn replaces the checking connection when it no longer works (a
-// server restart by another harness sharing the server breaks it).
+// server restart breaks it, or a statement cut short by its deadline).
 func (inst *Instance) EnsureConn(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	err := inst.Conn.Ping(pctx)

@@ -63,6 +63,14 @@ func (inst *Instance) Reset(ctx context.Context, events []string) error {
 		inst.reset.cache[key] = sql
 	}
 	err := inst.Conn.PgConn().Exec(ctx, sql).Close()
+	if err != nil && (inst.Conn.IsClosed() || !IsServerError(err)) {
+		// The checking connection is gone (a server restart, perhaps by
+		// another harness on the same server). The reset is idempotent:
+		// run it again over a fresh connection.
+		if err = inst.EnsureConn(ctx); err == nil {
+			err = inst.Conn.PgConn().Exec(ctx, sql).Close()
+		}
+	}
 	if err != nil && inst.reset.fallback != "" && inst.reset.clear != inst.reset.fallback && IsServerError(err) {
 		// A foreign key between the protocol's tables: slower, but correct.
 		// Only once: any other error would come back from TRUNCATE too.

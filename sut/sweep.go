@@ -7,9 +7,9 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
-	"syscall"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/outboxlab/internal/proc"
 )
 
 // Every schema a run creates carries a comment naming its host and
@@ -59,15 +59,10 @@ func SweepAbandonedSchemas(ctx context.Context, conn *pgx.Conn) {
 				continue
 			}
 			pid, _ := strconv.Atoi(m[2])
-			if pid == os.Getpid() || processAlive(pid) {
+			if pid == os.Getpid() || proc.Alive(pid) {
 				continue
 			}
 			conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s.name}.Sanitize()+" CASCADE")
 		}
 	}
-}
-
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || err == syscall.EPERM
 }

@@ -155,16 +155,7 @@ func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f ch
 	checks, steps, _ := h.Stats()
 	res.Checks, res.Steps, res.Seconds = checks, steps, time.Since(start).Seconds()
 	res.Coverage = h.Coverage.Counts()
-	required := machine.BaseClasses
-	if cfg.Faults {
-		required = append(required, machine.FaultClasses...)
-		if !srv.Owned() {
-			required = dropClass(required, machine.CovDBRestart)
-		}
-	}
-	if !inst.Proto.Has(sut.Renew) {
-		required = dropClass(required, machine.CovRenew)
-	}
+	required := machine.RequiredClasses(cfg, inst.Proto.Has(sut.Renew), srv.Owned())
 	switch v := c.Failure; {
 	case !c.Caught:
 		res.Result = "pass"
@@ -241,16 +232,6 @@ func showProgress(h *machine.Harness, name string, total int, w io.Writer) func(
 		}
 	}()
 	return func() { close(done) }
-}
-
-func dropClass(list []string, drop string) []string {
-	var out []string
-	for _, x := range list {
-		if x != drop {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func firstLine(s string) string {

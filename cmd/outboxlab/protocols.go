@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
 
@@ -53,8 +52,6 @@ func closeAll(insts []*sut.Instance) {
 		inst.Close()
 	}
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
 func sortedKeys(m map[string]int) []string {
 	keys := make([]string, 0, len(m))
