@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -54,6 +55,12 @@ func TestMutantsCaught(t *testing.T) {
 			t.Logf("%s", r.line())
 			if !r.caught {
 				t.Errorf("the state machine missed the mutant %s (%s)", m.name, m.what)
+			} else if !m.expects(r.rule) {
+				// A catch for the wrong reason (a false "blocked" under
+				// load, a rule that only follows from the real one) is
+				// not a catch.
+				t.Errorf("the mutant %s was caught with %q, want one of its catch lines %q:\n%s",
+					m.name, r.rule, m.catch, strings.Join(r.program, "\n"))
 			}
 		})
 	}
@@ -107,9 +114,33 @@ var scenarioFalseAlarms = map[string][]string{}
 
 // protocolFile is one protocol of the catalogue.
 type protocolFile struct {
-	name string // file name without .sql
-	path string
-	what string // the first comment line, without its "mutant:" prefix
+	name  string // file name without .sql
+	path  string
+	what  string   // the first comment line, without its "mutant:" prefix
+	catch []string // a mutant's "-- catch: RULE" lines: the rules it must be caught by
+}
+
+// expects reports whether rule is one the mutant must be caught by. Event
+// names and numbers are not compared: "claim took e2 out of order: e1 is
+// claimable first" is the rule pinned as "claim took e1 out of order: e1
+// is claimable first" on other rows.
+func (m protocolFile) expects(rule string) bool {
+	return slices.ContainsFunc(m.catch, func(c string) bool { return ruleShape(c) == ruleShape(rule) })
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
+func ruleShape(rule string) string { return digits.ReplaceAllString(rule, "#") }
+
+// catchLines are a protocol file's "-- catch: RULE" lines.
+func catchLines(src string) []string {
+	var out []string
+	for _, line := range strings.Split(src, "\n") {
+		if rule, ok := strings.CutPrefix(strings.TrimSpace(line), "-- catch:"); ok {
+			out = append(out, strings.TrimSpace(rule))
+		}
+	}
+	return out
 }
 
 func protocolFiles(t *testing.T, dir string) []protocolFile {
@@ -124,7 +155,11 @@ func protocolFiles(t *testing.T, dir string) []protocolFile {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, protocolFile{name: strings.TrimSuffix(filepath.Base(p), ".sql"), path: p, what: headComment(string(b))})
+		f := protocolFile{name: strings.TrimSuffix(filepath.Base(p), ".sql"), path: p, what: headComment(string(b)), catch: catchLines(string(b))}
+		if dir == mutantDir && len(f.catch) == 0 {
+			t.Fatalf("%s: a mutant names the rule it must be caught by in a \"-- catch: RULE\" line", p)
+		}
+		out = append(out, f)
 	}
 	return out
 }
@@ -137,6 +172,9 @@ func headComment(src string) string {
 	for _, line := range strings.Split(src, "\n") {
 		if !strings.HasPrefix(line, "--") || strings.HasPrefix(line, "-- outboxlab:") || strings.HasPrefix(line, "-- name:") {
 			break
+		}
+		if strings.HasPrefix(line, "-- catch:") {
+			continue
 		}
 		words = append(words, strings.Fields(strings.TrimPrefix(line, "--"))...)
 	}

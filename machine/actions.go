@@ -2,6 +2,7 @@ package machine
 
 import (
 	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/sut"
 	"pgregory.net/rapid"
 )
 
@@ -28,6 +29,7 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		ActRespawn:       r.respawn,
 		ActExpire:        func(t *rapid.T) { r.fixture(t, model.Expire) },
 		ActMakeDue:       func(t *rapid.T) { r.fixture(t, model.MakeDue) },
+		ActAge:           func(t *rapid.T) { r.fixture(t, model.Age) },
 		ActRequestLost:   func(t *rapid.T) { r.networkFault(t, false) },
 		ActReplyLost:     func(t *rapid.T) { r.networkFault(t, true) },
 		ActDBRestart:     r.dbRestart,
@@ -40,6 +42,9 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		}
 		if !hasRenew && (name == ActRenew || name == ActStaleRenew) {
 			continue
+		}
+		if name == ActAge && !r.h.Inst.Proto.Has(sut.Age) {
+			continue // no age section: lease length is not exercised
 		}
 		if name == ActDBRestart && (r.h.Faults == nil || !r.h.Faults.CanRestart()) {
 			continue
@@ -161,7 +166,7 @@ func (r *run) respawn(t *rapid.T) {
 	r.exec(model.Op{Kind: model.Respawn, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Respawn) })
 }
 
-// fixture expires a live lease or makes a waiting row due, on the
+// fixture expires or ages a live lease or makes a waiting row due, on the
 // harness's own connection, as the article's tests do.
 func (r *run) fixture(t *rapid.T, kind model.Kind) {
 	var cands []string
@@ -170,11 +175,22 @@ func (r *run) fixture(t *rapid.T, kind model.Kind) {
 		if r.blocks(op) {
 			continue
 		}
-		if kind == model.Expire && row.Status == model.InProgress && row.LeaseLive ||
-			kind == model.MakeDue && row.Status == model.Ready && !row.Due {
+		if fixtureApplies(kind, row) {
 			cands = append(cands, row.Event)
 		}
 	}
 	e := pick(t, "event", cands)
 	r.exec(model.Op{Kind: kind, Event: e}, func() model.Outcome { return r.runFixture(kind, e) })
+}
+
+// fixtureApplies reports whether a fixture of kind has something to do on
+// row: a live lease to expire or age, a waiting row to make due.
+func fixtureApplies(kind model.Kind, row model.Row) bool {
+	switch kind {
+	case model.Expire, model.Age:
+		return row.Status == model.InProgress && row.LeaseLive
+	case model.MakeDue:
+		return row.Status == model.Ready && !row.Due
+	}
+	return false
 }

@@ -46,6 +46,7 @@ const (
 	ActRespawn       = "respawn"
 	ActExpire        = "expire"
 	ActMakeDue       = "make_due"
+	ActAge           = "age"
 	ActRequestLost   = "request_lost"
 	ActReplyLost     = "reply_lost"
 	ActDBRestart     = "db_restart"

@@ -3,8 +3,11 @@ package machine
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
+
+	"github.com/outboxlab/outboxlab/sut"
 )
 
 // Coverage classes: what a run must have exercised to prove anything.
@@ -16,6 +19,8 @@ const (
 	CovRetry                 = "retry"
 	CovStaleRetryRejected    = "stale_retry_rejected"
 	CovRenew                 = "renew"
+	CovAge                   = "age"
+	CovRenewAged             = "renew_aged"
 	CovExpire                = "expire"
 	CovPause                 = "pause"
 	CovKill                  = "kill"
@@ -26,21 +31,31 @@ const (
 )
 
 // BaseClasses must all be non-zero after a default-budget run of a correct
-// protocol (renew only when the protocol has one); FaultClasses too when
-// faults are on.
+// protocol whose sections make them possible (see RequiredClasses);
+// FaultClasses too when faults are on.
 var (
-	BaseClasses  = []string{CovClaim, CovReclaim, CovComplete, CovStaleCompleteRejected, CovRetry, CovStaleRetryRejected, CovRenew, CovExpire, CovPause, CovKill, CovOpenTxSkip}
+	BaseClasses  = []string{CovClaim, CovReclaim, CovComplete, CovStaleCompleteRejected, CovRetry, CovStaleRetryRejected, CovRenew, CovExpire, CovAge, CovRenewAged, CovPause, CovKill, CovOpenTxSkip}
 	FaultClasses = []string{CovRequestLost, CovReplyLost, CovDBRestart}
 )
 
-// RequiredClasses are the classes a default-budget run of a correct
-// protocol must all reach: renew only when the protocol has one, the
-// faults only when they are on, a restart only on a server the harness may
-// crash.
-func RequiredClasses(cfg Config, hasRenew, canRestart bool) []string {
+// needs says which sections make a class possible: without them the
+// machine never draws the step, and the class is not required. A class
+// missing here needs only the required sections.
+var needs = map[string][]string{
+	CovRenew:     {sut.Renew},
+	CovAge:       {sut.Age},
+	CovRenewAged: {sut.Renew, sut.Age},
+}
+
+// RequiredClasses are the classes a run must all reach before its pass
+// means anything: the base classes the protocol's sections make possible
+// (has reports a section), the faults only when they are on, a restart only
+// on a server the harness may crash. A class that depends on what the
+// statements happen to do is never required.
+func RequiredClasses(cfg Config, has func(section string) bool, canRestart bool) []string {
 	var out []string
 	for _, class := range BaseClasses {
-		if class != CovRenew || hasRenew {
+		if !slices.ContainsFunc(needs[class], func(s string) bool { return !has(s) }) {
 			out = append(out, class)
 		}
 	}
@@ -53,6 +68,10 @@ func RequiredClasses(cfg Config, hasRenew, canRestart bool) []string {
 	}
 	return out
 }
+
+// ClassSections lists, for the help text, which sections make each base
+// class required.
+func ClassSections() map[string][]string { return needs }
 
 // Coverage counts events across all checks of a run.
 type Coverage struct {

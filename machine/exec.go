@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -39,6 +40,7 @@ func (r *run) runClaim(w string, kind model.Kind) model.Outcome {
 	if !resp.Found {
 		return model.Outcome{Kind: model.Empty}
 	}
+	r.claimedID = resp.ID
 	return model.Outcome{Kind: model.Claimed, Event: resp.Event, Gen: resp.Gen}
 }
 
@@ -55,7 +57,11 @@ func (r *run) runEndTx(w string, kind model.Kind) model.Outcome {
 
 func (r *run) runOutcome(op model.Op) model.Outcome {
 	section := strings.ToLower(string(op.Kind))
-	resp, unknown := r.request(op.Worker, worker.Request{Op: section, ID: r.ids[op.Event], Gen: op.Gen}, op)
+	id, ok := r.claimIDs[model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}]
+	if !ok {
+		r.t.Fatalf("harness: %v: %s never received that claim", op, op.Worker) // the action's bug
+	}
+	resp, unknown := r.request(op.Worker, worker.Request{Op: section, ID: id, Gen: op.Gen}, op)
 	switch {
 	case unknown:
 		return model.Outcome{Kind: model.Unknown}
@@ -65,39 +71,61 @@ func (r *run) runOutcome(op model.Op) model.Outcome {
 	return model.Outcome{Kind: model.Rejected}
 }
 
-// request sends one request to a worker. A server error or a statement that
-// hit its timeout is a violation (the protocol failed or blocked); a lost
-// connection is an unknown outcome.
+// request sends one request to a worker and sorts out what an error means.
+// An outcome is unknown only when a fault hit this step: an injected
+// network fault, or a server restart that broke the connection of this
+// worker while it was paused (it finds out now). Every other error is the
+// protocol's failure, named: a statement that waited on a lock, a server
+// error, a result the format forbids (two rows from a claim, a NULL
+// generation), a connection the protocol's own statement lost.
 func (r *run) request(w string, req worker.Request, op model.Op) (worker.Response, bool) {
 	p := r.h.procs[w]
+	faulted := r.faultPending || r.h.stale[w]
 	var resp worker.Response
 	var err error
 	r.h.timed(func() { resp, err = p.Do(req) })
 	delete(r.h.stale, w) // it answered, or it dropped its connection
-	if errors.Is(err, worker.ErrHung) && r.faultPending {
-		// A cut connection the worker never noticed: as a kill, its
-		// transaction rolls back, and what it sent is unknown.
-		r.h.kill(w)
-		r.dead[w] = true
-		return resp, true
-	}
 	if errors.Is(err, worker.ErrHung) {
+		// Its late answer would be read as the next one's: it must go.
 		r.h.kill(w)
 		r.dead[w] = true
+		if faulted {
+			// A cut connection the worker never noticed: as a kill, its
+			// transaction rolls back, and what it sent is unknown.
+			return resp, true
+		}
 		r.fail(ruleName(op.Kind)+" blocked", fmt.Sprintf("%v did not return: it waited on a lock (claims must skip locked rows)", op))
 	}
 	if err != nil {
 		r.t.Fatalf("harness: %v: %v", op, err)
 	}
+	name := ruleName(op.Kind)
 	switch {
 	case resp.Err == "":
 		return resp, false
-	case resp.Timeout && !r.faultPending:
-		r.fail(ruleName(op.Kind)+" blocked", fmt.Sprintf("%v blocked for %v: it waited on a lock (claims must skip locked rows)", op, r.h.Cfg.OpTimeout))
+	case resp.Protocol:
+		r.fail(protocolRule(resp.Err), fmt.Sprintf("%v failed: %s", op, resp.Err))
 	case resp.ServerErr:
-		r.fail(ruleName(op.Kind)+" failed with a server error", fmt.Sprintf("%v failed: %s", op, resp.Err))
+		r.fail(name+" failed with a server error", fmt.Sprintf("%v failed: %s", op, resp.Err))
+	case faulted:
+		return resp, true
+	case resp.Timeout:
+		r.fail(name+" blocked", fmt.Sprintf("%v blocked for %v: it waited on a lock (claims must skip locked rows)", op, r.h.Cfg.OpTimeout))
 	}
+	r.fail(name+" lost its connection with no fault injected", fmt.Sprintf("%v lost its connection, and no fault was injected: %s", op, resp.Err))
 	return resp, true
+}
+
+var rowCount = regexp.MustCompile(`^(\w+) returned \d+ rows$`)
+
+// protocolRule is the rule a result the format forbids breaks, the same
+// whatever the row count: "claim returned 3 rows" while shrinking drops an
+// event is still the rule "claim returned more than one row".
+func protocolRule(msg string) string {
+	if m := rowCount.FindStringSubmatch(msg); m != nil {
+		return m[1] + " returned more than one row"
+	}
+	return msg
 }
 
 func (r *run) runSignal(w string, kind model.Kind) model.Outcome {
@@ -124,16 +152,22 @@ func (r *run) runSignal(w string, kind model.Kind) model.Outcome {
 	return model.Outcome{Kind: model.OK}
 }
 
+// ageFraction is how much of the declared lease one Age takes off the
+// deadline: a lease of the declared length outlives one Age and not two, a
+// lease shorter than 60% of it expires at the first.
+const ageFraction = 0.6
+
 func (r *run) runFixture(kind model.Kind, e string) model.Outcome {
-	section := sut.Expire
-	if kind == model.MakeDue {
-		section = sut.Due
+	section := map[model.Kind]string{model.Expire: sut.Expire, model.MakeDue: sut.Due, model.Age: sut.Age}[kind]
+	args := sut.Args{ID: r.ids[e], Worker: "harness"}
+	if kind == model.Age {
+		args.Seconds = ageFraction * r.h.Inst.Proto.Lease.Seconds()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var err error
 	r.h.timed(func() {
-		err = r.h.Inst.Statements.Exec(ctx, r.h.Inst.Conn, section, sut.Args{ID: r.ids[e], Worker: "harness"})
+		err = r.h.Inst.Statements.Exec(ctx, r.h.Inst.Conn, section, args)
 	})
 	if err != nil {
 		r.fail(section+" fixture failed", fmt.Sprintf("%s(%s) failed: %v", kind, e, err))
@@ -162,6 +196,11 @@ func (r *run) countCoverage(op model.Op, got model.Outcome) {
 		}
 	case model.Complete, model.Retry, model.Renew:
 		stale := !s.IsCurrent(model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen})
+		if got.Kind == model.Applied && op.Kind == model.Renew {
+			if i := rowIndex(s, op.Event); i >= 0 && s.Rows[i].Aged {
+				cov.add(CovRenewAged)
+			}
+		}
 		switch {
 		case got.Kind == model.Applied:
 			cov.add(strings.ToLower(string(op.Kind)))
@@ -172,6 +211,8 @@ func (r *run) countCoverage(op model.Op, got model.Outcome) {
 		}
 	case model.Expire:
 		cov.add(CovExpire)
+	case model.Age:
+		cov.add(CovAge)
 	case model.Pause:
 		cov.add(CovPause)
 	case model.Kill:

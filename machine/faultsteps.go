@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/outboxlab/outboxlab/model"
@@ -152,6 +153,14 @@ func (r *run) runRestart() model.Outcome {
 		default:
 			r.h.stale[w] = true
 			r.h.procs[w].Backend = 0 // gone with the crash; its pid may be reused
+		}
+	}
+	// The pool's processes this check does not use lost their connections
+	// too; they reconnect when a later check takes them.
+	for name, p := range r.h.procs {
+		if !slices.Contains(r.workers, name) {
+			r.h.stale[name] = true
+			p.Backend = 0
 		}
 	}
 	return model.Outcome{Kind: model.OK}

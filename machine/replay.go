@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/sut"
 	"pgregory.net/rapid"
 )
 
@@ -194,7 +195,7 @@ func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
 	h.program = nil
 	h.failure = nil
 	h.mu.Unlock()
-	r := &run{h: h, t: t, ids: map[string]string{}, dead: map[string]bool{}, workers: workers}
+	r := &run{h: h, t: t, ids: map[string]string{}, claimIDs: map[model.Claim]string{}, dead: map[string]bool{}, workers: workers}
 	if err := h.preparePool(r.workers); err != nil {
 		t.Fatalf("harness: %v", err)
 	}
@@ -231,7 +232,7 @@ func (r *run) replayStep(op model.Op) {
 		r.exec(op, func() model.Outcome { return r.runOutcome(op) })
 	case model.Pause, model.Resume, model.Kill, model.Respawn:
 		r.exec(op, func() model.Outcome { return r.runSignal(w, op.Kind) })
-	case model.Expire, model.MakeDue:
+	case model.Expire, model.MakeDue, model.Age:
 		r.exec(op, func() model.Outcome { return r.runFixture(op.Kind, op.Event) })
 	}
 }
@@ -282,14 +283,15 @@ func (r *run) canReplay(op model.Op) error {
 		if r.alive(w) {
 			return fmt.Errorf("%s is alive", w)
 		}
-	case model.Expire, model.MakeDue:
+	case model.Expire, model.MakeDue, model.Age:
+		if op.Kind == model.Age && !r.h.Inst.Proto.Has(sut.Age) {
+			return fmt.Errorf("the protocol has no age section")
+		}
 		i := rowIndex(s, op.Event)
 		if i < 0 || r.blocks(op) {
 			return fmt.Errorf("no row %s to change", op.Event)
 		}
-		row := s.Rows[i]
-		if op.Kind == model.Expire && !(row.Status == model.InProgress && row.LeaseLive) ||
-			op.Kind == model.MakeDue && !(row.Status == model.Ready && !row.Due) {
+		if !fixtureApplies(op.Kind, s.Rows[i]) {
 			return fmt.Errorf("%s is not in a state the fixture applies to", op.Event)
 		}
 	default:

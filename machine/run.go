@@ -15,11 +15,16 @@ import (
 // only while an ambiguous outcome is undecided), the last observed rows
 // and the workers' process states.
 type run struct {
-	h         *Harness
-	t         *rapid.T
-	states    []model.State
-	rows      []sut.StateRow
-	ids       map[string]string // event -> the protocol's id
+	h      *Harness
+	t      *rapid.T
+	states []model.State
+	rows   []sut.StateRow
+	ids    map[string]string // event -> its row's id in the state query (the fixtures' @id)
+	// claimIDs is the id each claim returned: what its worker passes as
+	// @id to that claim's complete, retry and renew, as a relay would (it
+	// may be a per-claim handle rather than the row's id).
+	claimIDs  map[model.Claim]string
+	claimedID string // the id the last claim step returned
 	workers   []string
 	dead      map[string]bool
 	nextEvent int
@@ -80,6 +85,9 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 			}
 		}
 	}
+	if got.Kind == model.Claimed && len(next) > 0 {
+		r.claimIDs[model.Claim{Worker: op.Worker, Event: got.Event, Gen: got.Gen}] = r.claimedID
+	}
 	line := fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, got))
 	if len(next) == 0 {
 		r.log(line + "   // model: " + outcomes(allowed))
@@ -137,6 +145,9 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 	matched := model.Match(next, views, r.hasGen())
 	if len(matched) == 0 {
 		detail := "persisted rows differ from the model: " + diff(next[0].View(r.hasGen()), views)
+		if rule, why := model.ExplainRows(op, next[0], views); rule != "" {
+			r.fail(rule, why+"; "+detail)
+		}
 		r.fail("persisted rows differ from the model", detail)
 	}
 	r.states = matched

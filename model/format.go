@@ -20,6 +20,7 @@ var shapes = map[Kind]shape{
 	Renew:    {worker: true, event: true, gen: true},
 	Expire:   {event: true},
 	MakeDue:  {event: true},
+	Age:      {event: true},
 	Pause:    {worker: true},
 	Resume:   {worker: true},
 	Kill:     {worker: true},

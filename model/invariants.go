@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The invariants are plain functions over what the state query observed,
 // so every test holds every protocol to them. Each returns nil or an error
@@ -67,6 +70,9 @@ func CheckChange(before, after []RowView, op Op, out Outcome) error {
 		case gens && a.Gen > b.Gen:
 			rose = append(rose, b.Event)
 		}
+		if owner := rowOwnStep(op); owner && b.Event != op.Event && !sameView(a, b, gens) {
+			return fmt.Errorf("%s changed another event's row: %s went %s -> %s", stepName(op.Kind), b.Event, viewText(b, gens), viewText(a, gens))
+		}
 		if quiet != "" && !sameView(a, b, gens) {
 			return fmt.Errorf("%s changes nothing: %s went %s -> %s", quiet, b.Event, viewText(b, gens), viewText(a, gens))
 		}
@@ -78,6 +84,25 @@ func CheckChange(before, after []RowView, op Op, out Outcome) error {
 		return fmt.Errorf("%s changes nothing: %d rows became %d", quiet, len(before), len(after))
 	}
 	return nil
+}
+
+// rowOwnStep reports whether op acts on its own event's row alone: an
+// outcome sent with the id its claim returned, or a fixture. Another row
+// that changes was named by a wrong id.
+func rowOwnStep(op Op) bool {
+	switch op.Kind {
+	case Complete, Retry, Renew, Expire, MakeDue, Age:
+		return true
+	}
+	return false
+}
+
+// stepName is a kind as a message names it: complete, retry, expire.
+func stepName(k Kind) string {
+	if k == MakeDue {
+		return "due"
+	}
+	return strings.ToLower(string(k))
 }
 
 // commitsClaim reports whether a step may commit a claim: an autocommit

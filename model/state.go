@@ -114,6 +114,8 @@ func (s State) View(hasGen bool) []RowView {
 
 // Key is a canonical text of the state: two states with the same Key are
 // the same state, so a set of possible states is de-duplicated by it.
+// Row.Renewed is left out: it changes no outcome, only which grant a
+// failure message blames.
 func (s State) Key() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "order=%s rows=[", s.Order)
@@ -124,6 +126,9 @@ func (s State) Key() string {
 		fmt.Fprintf(&b, "%s:%s/%d", r.Event, r.Status, r.Gen)
 		if r.Status == InProgress && r.LeaseLive {
 			b.WriteString("/live")
+			if r.Aged {
+				b.WriteString("/aged")
+			}
 		}
 		if r.Status == Ready && r.Due {
 			b.WriteString("/due")

@@ -37,6 +37,8 @@ func (s State) Step(op Op) []Transition {
 		return s.update(op)
 	case Expire, MakeDue:
 		return one(OK, s.fixture(op))
+	case Age:
+		return s.age(op.Event)
 	case Pause, Resume, Respawn:
 		return one(OK, s.clone())
 	}
@@ -95,7 +97,7 @@ func (s State) Blocks(op Op) bool {
 	switch op.Kind {
 	case Complete, Retry, Renew:
 		own = op.Worker
-	case Expire, MakeDue:
+	case Expire, MakeDue, Age:
 		// Fixtures run on the suite's own connection, whoever op names.
 	default:
 		return false
@@ -118,6 +120,7 @@ func take(r *Row) {
 	r.Status = InProgress
 	r.Gen++
 	r.LeaseLive = true
+	r.Aged, r.Renewed = false, false
 	r.Due = false
 	r.LockedBy = ""
 }
@@ -200,7 +203,8 @@ func (s State) update(op Op) []Transition {
 	case Retry:
 		r.Status, r.LeaseLive, r.Due = Ready, false, false
 	case Renew:
-		// The lease is extended; leases end only through the Expire fixture.
+		// The lease runs at least the declared length from now: fresh.
+		r.Aged, r.Renewed = false, true
 	}
 	return one(Applied, next)
 }
@@ -215,9 +219,31 @@ func (s State) fixture(op Op) State {
 	r := &next.Rows[i]
 	switch {
 	case op.Kind == Expire && r.Status == InProgress:
-		r.LeaseLive = false
+		r.LeaseLive, r.Aged = false, false
 	case op.Kind == MakeDue && r.Status == Ready:
 		r.Due = true
 	}
 	return next
+}
+
+// age moves a live lease's deadline back by 60% of the declared lease. A
+// lease granted for at least the declared length outlives the first Age
+// (40% of it is left); after the second (120% gone) it has expired, unless
+// it was granted for longer than the declared length, which the policy
+// allows ("at least"): both are possible then. Any other row is unchanged.
+func (s State) age(event string) []Transition {
+	next := s.clone()
+	i := next.row(event)
+	if i < 0 || next.Rows[i].Status != InProgress || !next.Rows[i].LeaseLive {
+		return one(OK, next)
+	}
+	r := &next.Rows[i]
+	if !r.Aged {
+		r.Aged = true
+		return one(OK, next)
+	}
+	expired := next.clone()
+	er := &expired.Rows[i]
+	er.LeaseLive, er.Aged, er.Renewed = false, false, false
+	return []Transition{{Out: Outcome{Kind: OK}, Next: expired}, {Out: Outcome{Kind: OK}, Next: next}}
 }

@@ -28,8 +28,15 @@ type Row struct {
 	Status    Status
 	Gen       int64 // claims committed on this row so far (the fencing token)
 	LeaseLive bool  // meaningful only when Status == InProgress
-	Due       bool  // meaningful only when Status == Ready
-	LockedBy  string
+	// Aged is set once Age has moved a live lease's deadline back by 60%
+	// of the declared lease: at most 40% of it is left, and the next Age
+	// may expire it. A claim or an applied renew makes the lease fresh.
+	Aged bool
+	// Renewed is set when the live lease was last granted by a renew
+	// rather than the claim: a lease found too short names its grantor.
+	Renewed  bool
+	Due      bool // meaningful only when Status == Ready
+	LockedBy string
 }
 
 // Claim is what a worker received from a claim: the row and its generation.
@@ -53,6 +60,7 @@ const (
 	Renew    Kind = "Renew"    // Worker, Event, Gen
 	Expire   Kind = "Expire"   // Event; fixture: the row's lease is expired from now on
 	MakeDue  Kind = "MakeDue"  // Event; fixture: the waiting row is due from now on
+	Age      Kind = "Age"      // Event; fixture: the row's lease deadline moves back by 60% of the declared lease
 	Pause    Kind = "Pause"    // Worker; SIGSTOP
 	Resume   Kind = "Resume"   // Worker; SIGCONT
 	Kill     Kind = "Kill"     // Worker; SIGKILL: its open transaction rolls back

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/outboxlab/outboxlab/model"
 )
@@ -25,6 +26,7 @@ const (
 	State    = "state"
 	Expire   = "expire"
 	Due      = "due"
+	Age      = "age"
 )
 
 // sectionParams lists every section and the parameters it may take
@@ -57,6 +59,7 @@ type Protocol struct {
 	Name     string // built-in name or file path as given
 	File     string // where errors point: the path, or builtin/<name>.sql
 	Order    model.Order
+	Lease    time.Duration
 	Sections map[string]*Section
 	Source   string // the whole file text
 }
@@ -89,7 +92,7 @@ func Resolve(arg string) (*Protocol, error) {
 // Parse reads a protocol file's text. It reports every text-level error the
 // format defines; errors only the server can find are left to Install.
 func Parse(name, file, src string) (*Protocol, error) {
-	p := &Protocol{Name: name, File: file, Order: model.FIFO, Sections: map[string]*Section{}, Source: src}
+	p := &Protocol{Name: name, File: file, Order: model.FIFO, Lease: 30 * time.Second, Sections: map[string]*Section{}, Source: src}
 	errAt := func(line int, format string, args ...any) error {
 		return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}

@@ -36,6 +36,7 @@ type Args struct {
 	Gen     int64
 	Worker  string
 	EventID string
+	Seconds float64
 }
 
 func (a Args) list(names []string) []any {
@@ -50,6 +51,8 @@ func (a Args) list(names []string) []any {
 			out[i] = a.Worker
 		case "event_id":
 			out[i] = a.EventID
+		case "seconds":
+			out[i] = a.Seconds
 		}
 	}
 	return out
@@ -61,6 +64,19 @@ type ClaimResult struct {
 	ID    string
 	Event string
 	Gen   int64 // 0 when the protocol has no generation
+}
+
+// ProtocolError is a statement that ran but returned what its section may
+// not: two rows from a one-row claim, a NULL id or generation. It is the
+// protocol's own failure, never an ambiguous outcome: the connection is fine.
+type ProtocolError struct{ Msg string }
+
+func (e *ProtocolError) Error() string { return e.Msg }
+
+// IsProtocolError reports whether err is a *ProtocolError.
+func IsProtocolError(err error) bool {
+	var pe *ProtocolError
+	return errors.As(err, &pe)
 }
 
 // Claim runs the claim section.
@@ -75,28 +91,44 @@ func (s *Statements) Claim(ctx context.Context, q Querier, worker string) (Claim
 	n := 0
 	for rows.Next() {
 		n++
+		// Nullable targets, so that a NULL is reported as what it is
+		// rather than as a scan error.
+		var id, event *string
+		var gen *int64
 		targets := make([]any, len(rows.FieldDescriptions()))
 		for i, f := range rows.FieldDescriptions() {
 			switch f.Name {
 			case "id":
-				targets[i] = &res.ID
+				targets[i] = &id
 			case "event_id":
-				targets[i] = &res.Event
+				targets[i] = &event
 			case "generation":
-				targets[i] = &res.Gen
+				targets[i] = &gen
 			default:
 				targets[i] = new(any)
 			}
 		}
 		if err := rows.Scan(targets...); err != nil {
-			return ClaimResult{}, fmt.Errorf("scan claim: %w", err)
+			return ClaimResult{}, &ProtocolError{Msg: fmt.Sprintf("claim returned a row the suite cannot read: %v", err)}
+		}
+		switch {
+		case id == nil:
+			return ClaimResult{}, &ProtocolError{Msg: "claim returned a NULL id"}
+		case event == nil:
+			return ClaimResult{}, &ProtocolError{Msg: "claim returned a NULL event_id"}
+		case s.HasGen && gen == nil:
+			return ClaimResult{}, &ProtocolError{Msg: "claim returned a NULL generation"}
+		}
+		res.ID, res.Event = *id, *event
+		if gen != nil {
+			res.Gen = *gen
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return ClaimResult{}, err
 	}
 	if n > 1 {
-		return ClaimResult{}, fmt.Errorf("claim returned %d rows; it must return at most one", n)
+		return ClaimResult{}, &ProtocolError{Msg: fmt.Sprintf("claim returned %d rows", n)}
 	}
 	res.Found = n == 1
 	return res, nil
@@ -171,7 +203,7 @@ func (s *Statements) ReadState(ctx context.Context, q Querier) ([]StateRow, erro
 			}
 		}
 		if err := rows.Scan(targets...); err != nil {
-			return nil, fmt.Errorf("scan state: %w", err)
+			return nil, &ProtocolError{Msg: fmt.Sprintf("state query returned a row the suite cannot read: %v", err)}
 		}
 		r.Status = model.Status(status)
 		r.HasGen = s.HasGen

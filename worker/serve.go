@@ -135,9 +135,11 @@ func (a *agent) handle(req Request) Response {
 	ctx, cancel := context.WithTimeout(context.Background(), a.spec.OpTimeout)
 	defer cancel()
 	resp := a.run(ctx, req)
-	if resp.Err != "" && !resp.ServerErr {
+	if resp.Err != "" && !resp.ServerErr && !resp.Protocol {
 		// The connection is in an unknown state: start afresh next time,
-		// as a production worker's pool would.
+		// as a production worker's pool would. After a server error or a
+		// result the format forbids it is fine, and an open transaction
+		// stays open for the parent to see.
 		a.drop()
 	}
 	return resp
@@ -202,9 +204,18 @@ func (a *agent) drop() {
 	}
 }
 
+// failure sorts an error into the three things it can mean: the server
+// ran the statement and refused it (ServerErr), the statement returned what
+// its section may not (Protocol), or the connection failed or timed out, so
+// that nobody knows whether the statement ran.
 func failure(err error, timedOut bool) Response {
 	timedOut = timedOut || errors.Is(err, context.DeadlineExceeded)
-	return Response{Err: err.Error(), ServerErr: sut.IsServerError(err) && !sessionEnded(err), Timeout: timedOut}
+	return Response{
+		Err:       err.Error(),
+		ServerErr: sut.IsServerError(err) && !sessionEnded(err),
+		Protocol:  sut.IsProtocolError(err),
+		Timeout:   timedOut,
+	}
 }
 
 // sessionEnded reports a server error that ends the connection rather than

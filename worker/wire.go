@@ -41,9 +41,13 @@ type Response struct {
 	Applied bool   `json:"applied,omitempty"`
 	Err     string `json:"err,omitempty"`
 	// ServerErr is set when the server ran the statement and reported an
-	// error; any other error (connection lost, timeout) leaves the outcome
-	// unknown.
+	// error; an error that is neither this nor Protocol (connection lost,
+	// timeout) leaves the outcome unknown.
 	ServerErr bool `json:"server_err,omitempty"`
+	// Protocol is set when the statement ran and returned what its
+	// section may not (two rows from a claim, a NULL generation): the
+	// protocol's own failure, with the connection intact.
+	Protocol bool `json:"protocol,omitempty"`
 	// Timeout is set when the statement hit OpTimeout (a claim blocked on a
 	// lock, or a black-holed connection).
 	Timeout bool `json:"timeout,omitempty"`

@@ -19,7 +19,7 @@ import (
 // checkResult is one protocol's verdict, the JSON object `check --json` prints.
 type checkResult struct {
 	Protocol       string         `json:"protocol"`
-	Result         string         `json:"result"` // pass, fail or error
+	Result         string         `json:"result"` // pass, fail, inconclusive or error
 	Seed           uint64         `json:"seed"`
 	Checks         int            `json:"checks"`
 	Steps          int            `json:"steps"`
@@ -28,7 +28,8 @@ type checkResult struct {
 	Counterexample []string       `json:"counterexample"`
 	Reproduce      string         `json:"reproduce,omitempty"`
 	Coverage       map[string]int `json:"coverage"`
-	Uncovered      []string       `json:"uncovered,omitempty"`
+	Uncovered      []string       `json:"uncovered,omitempty"`     // required classes never reached: the result is inconclusive
+	NotExercised   []string       `json:"not_exercised,omitempty"` // what this protocol's sections leave out of every check
 	Error          string         `json:"error,omitempty"`
 }
 
@@ -89,12 +90,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	code := exitPass
 	for _, inst := range insts {
 		res := checkOne(srv, inst, cfg, f, stderr)
-		switch res.Result {
-		case "fail":
-			code = max(code, exitFail)
-		case "error":
-			code = exitBad
-		}
+		code = worseExit(code, res.Result)
 		if f.asJSON {
 			enc := json.NewEncoder(stdout)
 			enc.SetEscapeHTML(false)
@@ -137,7 +133,7 @@ func setRapidFlags(f *checkFlags) error {
 }
 
 func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f checkFlags, stderr io.Writer) checkResult {
-	res := checkResult{Protocol: inst.Proto.Name, Seed: f.seed, Counterexample: []string{}}
+	res := checkResult{Protocol: inst.Proto.Name, Seed: f.seed, Counterexample: []string{}, NotExercised: notExercised(inst.Proto)}
 	h := machine.New(srv, inst, cfg)
 	defer h.Close()
 	if cfg.Faults {
@@ -155,11 +151,13 @@ func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f ch
 	checks, steps, _ := h.Stats()
 	res.Checks, res.Steps, res.Seconds = checks, steps, time.Since(start).Seconds()
 	res.Coverage = h.Coverage.Counts()
-	required := machine.RequiredClasses(cfg, inst.Proto.Has(sut.Renew), srv.Owned())
+	required := machine.RequiredClasses(cfg, inst.Proto.Has, srv.Owned())
 	switch v := c.Failure; {
 	case !c.Caught:
 		res.Result = "pass"
-		res.Uncovered = h.Coverage.Missing(required)
+		if res.Uncovered = h.Coverage.Missing(required); len(res.Uncovered) > 0 {
+			res.Result = "inconclusive"
+		}
 	case v != nil:
 		res.Result = "fail"
 		res.Violation = v.Rule
@@ -189,6 +187,9 @@ func printResult(w io.Writer, r checkResult) {
 	switch r.Result {
 	case "pass":
 		fmt.Fprintf(w, "%s: pass (%d checks, %d steps, %.1fs, seed %d)\n", r.Protocol, r.Checks, r.Steps, r.Seconds, r.Seed)
+	case "inconclusive":
+		fmt.Fprintf(w, "%s: INCONCLUSIVE: no counterexample, but the run never exercised %s (%d checks, %d steps, seed %d): raise --checks or --steps\n",
+			r.Protocol, strings.Join(r.Uncovered, ", "), r.Checks, r.Steps, r.Seed)
 	case "fail":
 		fmt.Fprintf(w, "%s: FAIL: %s (found at check %d, %.1fs including shrinking)\n", r.Protocol, r.Violation, r.Checks, r.Seconds)
 		fmt.Fprintln(w, "  counterexample (shrunk):")
@@ -204,9 +205,33 @@ func printResult(w io.Writer, r checkResult) {
 	for _, k := range sortedKeys(r.Coverage) {
 		fmt.Fprintf(w, "    %-24s %7d\n", k, r.Coverage[k])
 	}
-	if len(r.Uncovered) > 0 {
-		fmt.Fprintf(w, "  warning: never exercised %s: raise --checks or --steps\n", strings.Join(r.Uncovered, ", "))
+	for _, n := range r.NotExercised {
+		fmt.Fprintf(w, "  not exercised: %s\n", n)
 	}
+}
+
+// worseExit folds one protocol's result into the command's exit status:
+// bad input over a counterexample over an inconclusive run over a pass.
+func worseExit(code int, result string) int {
+	rank := map[int]int{exitPass: 0, exitInconclusive: 1, exitFail: 2, exitBad: 3}
+	next := map[string]int{"pass": exitPass, "inconclusive": exitInconclusive, "fail": exitFail, "error": exitBad}[result]
+	if rank[next] > rank[code] {
+		return next
+	}
+	return code
+}
+
+// notExercised says what a protocol's sections leave out of every check,
+// so that a pass is read for what it covers.
+func notExercised(p *sut.Protocol) []string {
+	var out []string
+	if !p.Has(sut.Age) {
+		out = append(out, "lease length and renewal effect: the protocol has no age section (and no outbox_lab table for the default)")
+	}
+	if !p.Has(sut.Renew) {
+		out = append(out, "renewal: the protocol has no renew section")
+	}
+	return out
 }
 
 // showProgress prints checks done and steps per second every few seconds

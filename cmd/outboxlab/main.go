@@ -3,7 +3,8 @@
 // figures (bench).
 //
 // Exit status: 0 every protocol passed, 1 a counterexample or failing
-// scenario was found, 2 bad input or no database.
+// scenario was found, 2 bad input or no database, 3 no counterexample but a
+// run that never exercised a required coverage class (inconclusive).
 package main
 
 import (
@@ -29,6 +30,9 @@ const (
 	exitPass = 0
 	exitFail = 1
 	exitBad  = 2
+	// exitInconclusive: no counterexample, but a required coverage class
+	// was never reached, so the pass proves nothing there.
+	exitInconclusive = 3
 )
 
 func main() {

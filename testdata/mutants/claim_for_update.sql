@@ -1,4 +1,5 @@
 -- mutant: FOR UPDATE without SKIP LOCKED: a claim waits behind another worker's open claim transaction instead of skipping its row.
+-- catch: claim blocked
 -- outboxlab: order=fifo
 
 -- name: schema

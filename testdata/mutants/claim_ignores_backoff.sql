@@ -1,4 +1,5 @@
 -- mutant: The claim drops the next_attempt_at test: a retried event is claimed again before its backoff is due.
+-- catch: claim took e1 which is waiting for its backoff
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,4 +1,5 @@
 -- mutant: The lease interval is forgotten (lease_until = statement_timestamp()): every lease is expired the moment it is granted.
+-- catch: claim granted less than the declared lease
 -- outboxlab: order=fifo
 
 -- name: schema

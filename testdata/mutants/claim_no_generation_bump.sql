@@ -1,4 +1,5 @@
 -- mutant: The claim does not bump the generation: a stale owner holds the same token as the new one.
+-- catch: claim returned generation 0, want 1
 -- outboxlab: order=fifo
 
 -- name: schema

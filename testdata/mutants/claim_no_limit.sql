@@ -1,4 +1,5 @@
 -- mutant: LIMIT 1 dropped: one claim takes every eligible row at once.
+-- catch: claim returned more than one row
 -- outboxlab: order=fifo
 
 -- name: schema

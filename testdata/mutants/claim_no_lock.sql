@@ -1,4 +1,5 @@
 -- mutant: No locking clause on the candidate: the UPDATE then waits for the row lock of another worker's open claim transaction.
+-- catch: claim blocked
 -- outboxlab: order=fifo
 
 -- name: schema

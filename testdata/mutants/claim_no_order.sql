@@ -1,4 +1,5 @@
 -- mutant: No ORDER BY: the claim takes rows in heap order, which an update changes, although the protocol promises order=fifo.
+-- catch: claim took e1 out of order: e1 is claimable first
 -- outboxlab: order=fifo
 
 -- name: schema

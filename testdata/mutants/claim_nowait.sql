@@ -1,4 +1,5 @@
 -- mutant: FOR UPDATE NOWAIT instead of SKIP LOCKED: a claim fails with an error when another worker's open transaction holds the first row.
+-- catch: claim failed with a server error
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,4 +1,5 @@
 -- mutant: ORDER BY id DESC: the newest event is claimed first although the protocol promises order=fifo.
+-- catch: claim took e1 out of order: e1 is claimable first
 -- outboxlab: order=fifo
 
 -- name: schema

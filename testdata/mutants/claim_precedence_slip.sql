@@ -1,4 +1,5 @@
 -- mutant: The backoff test is moved to the end without parentheses: AND binds tighter than OR, so it guards only expired leases and READY rows skip their backoff.
+-- catch: claim took e1 which is waiting for its backoff
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,4 +1,5 @@
 -- mutant: The claim takes only due READY rows: a claim abandoned by a dead worker is never taken again (stranded row).
+-- catch: claim returned nothing while e1 is claimable
 -- outboxlab: order=fifo
 
 -- name: schema

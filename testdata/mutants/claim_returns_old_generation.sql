@@ -1,4 +1,5 @@
 -- mutant: RETURNING takes the generation from the candidate, before the bump: every worker is handed the previous generation.
+-- catch: claim returned generation 0, want 1
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,4 +1,5 @@
 -- mutant: Complete allows a minute's grace after the lease ends: an expired owner's complete applies.
+-- catch: stale owner's complete applied
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,4 +1,5 @@
 -- mutant: Complete does not clear lease_until: the SENT row violates the lease/status CHECK and every complete fails.
+-- catch: complete failed with a server error
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,4 +1,5 @@
 -- mutant: Complete does not check the generation: after a reclaim, the previous owner's complete marks the new owner's work SENT.
+-- catch: stale owner's complete applied
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,4 +1,5 @@
 -- mutant: Complete does not check the lease: an owner whose lease expired can still complete (the strict policy rejects it).
+-- catch: stale owner's complete applied
 -- outboxlab: order=fifo
 
 -- name: schema

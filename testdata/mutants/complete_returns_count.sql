@@ -1,4 +1,6 @@
 -- mutant: Complete returns the count of rows it updated: one row even when the count is 0, so a rejected complete reads as applied.
+-- catch: stale owner's complete applied
+-- catch: complete applied to a SENT row
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,4 +1,6 @@
 -- mutant: Complete and retry fence by the worker's name instead of the generation: a worker that reclaims its own expired row can still complete or retry with its earlier claim.
+-- catch: stale owner's retry applied
+-- catch: stale owner's complete applied
 -- outboxlab: order=fifo
 
 -- name: schema

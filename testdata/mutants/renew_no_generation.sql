@@ -1,4 +1,5 @@
 -- mutant: Renew does not check the generation: after a reclaim, the previous owner's renew applies to the new owner's claim.
+-- catch: stale owner's renew applied
 -- outboxlab: order=fifo
 
 -- name: schema

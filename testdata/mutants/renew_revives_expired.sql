@@ -1,4 +1,5 @@
 -- mutant: Renew does not check the lease: an owner whose lease expired renews it (the strict policy rejects it).
+-- catch: stale owner's renew applied
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,4 +1,6 @@
 -- mutant: Renew updates by id alone: a stale owner extends the new owner's lease, and renewing a SENT row violates the lease/status CHECK.
+-- catch: stale owner's renew applied
+-- catch: renew failed with a server error
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,4 +1,5 @@
 -- mutant: Retry sets next_attempt_at to now: a retried event is claimable at once, with no backoff.
+-- catch: retry left no backoff
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,4 +1,6 @@
 -- mutant: Retry checks id and generation only: a retry after complete moves a SENT row back to READY.
+-- catch: retry applied to a SENT row
+-- catch: stale owner's retry applied
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,4 +1,5 @@
 -- mutant: Retry does not check the generation: after a reclaim, the previous owner's retry sends the new owner's work back to READY.
+-- catch: stale owner's retry applied
 -- outboxlab: order=fifo
 
 -- name: schema

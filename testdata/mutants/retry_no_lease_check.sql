@@ -1,4 +1,5 @@
 -- mutant: Retry does not check the lease: an owner whose lease expired can still retry.
+-- catch: stale owner's retry applied
 -- outboxlab: order=fifo
 
 -- name: schema
