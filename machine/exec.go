@@ -83,23 +83,26 @@ func (r *run) request(w string, req worker.Request, op model.Op) (worker.Respons
 	faulted := r.faultPending || r.h.stale[w]
 	var resp worker.Response
 	var err error
-	r.h.timed(func() { resp, err = p.Do(req) })
+	r.h.timed(func() { resp, err = p.DoWatched(req, lockProbeInterval, r.h.waitsOnLock) })
 	delete(r.h.stale, w) // it answered, or it dropped its connection
-	if errors.Is(err, worker.ErrHung) {
+	name := ruleName(op.Kind)
+	if errors.Is(err, worker.ErrBlocked) || errors.Is(err, worker.ErrHung) {
 		// Its late answer would be read as the next one's: it must go.
 		r.h.kill(w)
 		r.dead[w] = true
-		if faulted {
+		switch {
+		case errors.Is(err, worker.ErrBlocked):
+			r.fail(name+" blocked", fmt.Sprintf("%v waited on another transaction's row lock (claims must skip locked rows; the machine never sends an outcome to a locked row)", op))
+		case faulted:
 			// A cut connection the worker never noticed: as a kill, its
 			// transaction rolls back, and what it sent is unknown.
 			return resp, true
 		}
-		r.fail(ruleName(op.Kind)+" blocked", fmt.Sprintf("%v did not return: it waited on a lock (claims must skip locked rows)", op))
+		r.fail(name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock", op, r.h.Cfg.OpTimeout))
 	}
 	if err != nil {
 		r.t.Fatalf("harness: %v: %v", op, err)
 	}
-	name := ruleName(op.Kind)
 	switch {
 	case resp.Err == "":
 		return resp, false
@@ -110,10 +113,24 @@ func (r *run) request(w string, req worker.Request, op model.Op) (worker.Respons
 	case faulted:
 		return resp, true
 	case resp.Timeout:
-		r.fail(name+" blocked", fmt.Sprintf("%v blocked for %v: it waited on a lock (claims must skip locked rows)", op, r.h.Cfg.OpTimeout))
+		r.fail(name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock", op, r.h.Cfg.OpTimeout))
 	}
 	r.fail(name+" lost its connection with no fault injected", fmt.Sprintf("%v lost its connection, and no fault was injected: %s", op, resp.Err))
 	return resp, true
+}
+
+// lockProbeInterval is how often the harness asks the server whether a
+// worker's statement waits on a lock while it has not answered.
+const lockProbeInterval = 50 * time.Millisecond
+
+// waitsOnLock asks the server, on the harness's own connection, whether a
+// backend waits for another session's lock. A failed probe says no: the
+// statement is then judged by its timeout.
+func (h *Harness) waitsOnLock(backend uint32) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	blocked, err := worker.WaitsOnLock(ctx, h.Inst.Conn, backend)
+	return err == nil && blocked
 }
 
 var rowCount = regexp.MustCompile(`^(\w+) returned \d+ rows$`)

@@ -67,7 +67,9 @@ func explainClaim(s State, got Outcome) string {
 		return fmt.Sprintf("claim took %s which is waiting for its backoff", r.Event)
 	case s.Order != Any && eligible[0] != r.Event:
 		if first := s.Rows[s.row(eligible[0])]; first.Status == InProgress {
-			return fmt.Sprintf("claim took %s out of order: %s is claimable first (its lease expired: a stranded row)", r.Event, eligible[0])
+			// Its own rule: a claim that never takes expired leases (a
+			// stranded row) shows here as often as an ordering slip.
+			return fmt.Sprintf("claim took %s out of order: %s, an expired lease, is claimable first (a claim that skips expired leases strands rows)", r.Event, eligible[0])
 		}
 		return fmt.Sprintf("claim took %s out of order: %s is claimable first", r.Event, eligible[0])
 	case got.Gen != r.Gen+1:

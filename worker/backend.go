@@ -41,3 +41,17 @@ func TerminateBackend(ctx context.Context, conn *pgx.Conn, backend uint32) error
 	_, err := conn.Exec(ctx, "SELECT pg_terminate_backend($1)", int32(backend))
 	return err
 }
+
+// WaitsOnLock reports whether the server has a backend waiting for a lock
+// another session holds: the evidence that a statement is blocked, rather
+// than slow on a loaded machine.
+func WaitsOnLock(ctx context.Context, conn *pgx.Conn, backend uint32) (bool, error) {
+	if backend == 0 {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var blocked bool
+	err := conn.QueryRow(ctx, "SELECT cardinality(pg_blocking_pids($1)) > 0", int32(backend)).Scan(&blocked)
+	return blocked, err
+}

@@ -32,6 +32,11 @@ type Process struct {
 // (on a lock, or on a connection that black-holes its traffic).
 var ErrHung = errors.New("worker did not answer in time")
 
+// ErrBlocked is returned by DoWatched when the server has the worker's
+// statement waiting for another session's lock. The worker must then be
+// killed, as after ErrHung.
+var ErrBlocked = errors.New("worker's statement waits on another session's lock")
+
 // Spawn starts a worker and waits until it has connected. The process
 // comes from a small stock of started, idle processes (see warm.go), so a
 // respawn costs a connection, not an exec.
@@ -109,6 +114,36 @@ func (p *Process) Do(req Request) (Response, error) {
 		return Response{}, fmt.Errorf("send to %s: %w", p.Name, err)
 	}
 	return p.await(p.spec.OpTimeout + 2*time.Second)
+}
+
+// DoWatched is Do for a statement that must never wait on a lock: every
+// interval until the answer comes, blocked is asked whether the server has
+// the worker's backend waiting for another session's lock, and ErrBlocked
+// is returned as soon as it has. A statement that is only slow (a loaded
+// machine) is waited for up to the usual limit, so a verdict of "blocked"
+// always rests on the server's word.
+func (p *Process) DoWatched(req Request, interval time.Duration, blocked func(backend uint32) bool) (Response, error) {
+	if p.paused {
+		return Response{}, fmt.Errorf("%s is paused: a request would wait forever", p.Name)
+	}
+	b, _ := json.Marshal(req)
+	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
+		return Response{}, fmt.Errorf("send to %s: %w", p.Name, err)
+	}
+	deadline := time.Now().Add(p.spec.OpTimeout + 2*time.Second)
+	for {
+		wait := min(interval, time.Until(deadline))
+		if wait <= 0 {
+			return Response{}, ErrHung
+		}
+		resp, err := p.await(wait)
+		if err != ErrHung {
+			return resp, err
+		}
+		if blocked(p.Backend) {
+			return Response{}, ErrBlocked
+		}
+	}
 }
 
 func (p *Process) await(limit time.Duration) (Response, error) {

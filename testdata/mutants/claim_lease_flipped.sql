@@ -1,5 +1,6 @@
 -- mutant: The claim's lease test is flipped (>=): it takes rows whose lease is live from their owners, and never an expired one.
--- catch: claim took e1 out of order: e1 is claimable first
+-- catch: claim took e2 out of order: e1, an expired lease, is claimable first
+-- catch: claim returned nothing while e1 is claimable
 -- catch: claim took e1 whose lease is live
 -- outboxlab: order=fifo
 

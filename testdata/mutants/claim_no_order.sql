@@ -1,5 +1,6 @@
 -- mutant: No ORDER BY: the claim takes rows in heap order, which an update changes, although the protocol promises order=fifo.
 -- catch: claim took e1 out of order: e1 is claimable first
+-- catch: claim took e2 out of order: e1, an expired lease, is claimable first
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,5 +1,6 @@
 -- mutant: ORDER BY id DESC: the newest event is claimed first although the protocol promises order=fifo.
 -- catch: claim took e1 out of order: e1 is claimable first
+-- catch: claim took e2 out of order: e1, an expired lease, is claimable first
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -1,5 +1,6 @@
 -- mutant: The claim takes only due READY rows: a claim abandoned by a dead worker is never taken again (stranded row).
 -- catch: claim returned nothing while e1 is claimable
+-- catch: claim took e2 out of order: e1, an expired lease, is claimable first
 -- outboxlab: order=fifo
 
 -- name: schema
