@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/outboxlab/model"
 )
@@ -63,13 +64,35 @@ func TestParseErrors(t *testing.T) {
 		{"section names are case-sensitive", schemaPart + "-- name: Claim\nSELECT 1;\n", 3,
 			[]string{"unknown section", `"Claim"`}},
 		{"unknown directive", "-- outboxlab: order=fifo\n-- outboxlab: parallel=4\n" + schemaPart + claimPart + completePart + retryPart, 2,
-			[]string{"unknown directive", `"parallel"`}},
+			[]string{"unknown directive", `"parallel"`, "(known: lease, order)"}},
 		{"directive without =", "-- outboxlab: fifo\n" + schemaPart + claimPart + completePart + retryPart, 1,
 			[]string{"directive", `"fifo"`, "KEY=VALUE"}},
 		{"bad order value", "-- a comment first\n-- outboxlab: order=lifo\n" + schemaPart + claimPart + completePart + retryPart, 2,
 			[]string{"order=lifo", "fifo", "any"}},
 		{"empty order value", "-- outboxlab: order=\n" + schemaPart + claimPart + completePart + retryPart, 1,
 			[]string{"order=", "want order=fifo or order=any"}},
+		{"lease without a unit", "-- outboxlab: lease=30\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=30", "not a duration", "1s to 24h"}},
+		{"lease that is not a duration", "-- outboxlab: order=any\n-- outboxlab: lease=long\n" + schemaPart + claimPart + completePart + retryPart, 2,
+			[]string{"lease=long", "not a duration", "lease=30s"}},
+		{"empty lease", "-- outboxlab: lease=\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=:", "not a duration"}},
+		{"zero lease", "-- c\n\n-- outboxlab: lease=0s\n" + schemaPart + claimPart + completePart + retryPart, 3,
+			[]string{"lease=0s", "out of range", "1s to 24h"}},
+		{"bare zero lease", "-- outboxlab: lease=0\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=0", "out of range"}},
+		{"negative lease", "-- outboxlab: lease=-30s\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=-30s", "out of range"}},
+		{"lease under a second", "-- outboxlab: lease=999ms\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=999ms", "out of range", "1s to 24h"}},
+		{"lease over a day", "-- outboxlab: order=fifo\n-- outboxlab: lease=24h0m0.001s\n" + schemaPart + claimPart + completePart + retryPart, 2,
+			[]string{"lease=24h0m0.001s", "out of range"}},
+		{"lease of days", "-- outboxlab: lease=2d\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=2d", "not a duration"}},
+		{"lease that overflows", "-- outboxlab: lease=9999999999h\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=9999999999h", "not a duration"}},
+		{"lease after the first section", schemaPart + "-- outboxlab: lease=5m\n" + claimPart + completePart + retryPart, 3,
+			[]string{"directive", "lease=5m", "after the first section"}},
 		{"directive after the first section", schemaPart + "-- outboxlab: order=any\n" + claimPart + completePart + retryPart, 3,
 			[]string{"directive", "order=any", "after the first section"}},
 		{"directive at the end", okText + "-- outboxlab: order=any\n", 10,
@@ -252,6 +275,46 @@ func TestParseOrderAny(t *testing.T) {
 		if p.Order != model.Any {
 			t.Errorf("%q: Order = %q, want any", directive, p.Order)
 		}
+	}
+}
+
+func TestParseLease(t *testing.T) {
+	body := schemaPart + claimPart + completePart + retryPart
+	if DefaultLease != 30*time.Second {
+		t.Errorf("DefaultLease = %v, want the article's 30s", DefaultLease)
+	}
+	p, err := Parse("x", "x.sql", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Lease != DefaultLease {
+		t.Errorf("no lease directive: Lease = %v, want %v", p.Lease, DefaultLease)
+	}
+	for value, want := range map[string]time.Duration{
+		"30s":         30 * time.Second,
+		"5m":          5 * time.Minute,
+		"1h":          time.Hour,
+		"1s":          time.Second,
+		"24h":         24 * time.Hour,
+		"1000ms":      time.Second,
+		"1m30s":       90 * time.Second,
+		"1.5h":        90 * time.Minute,
+		"+45s":        45 * time.Second,
+		"23h59m59.9s": 24*time.Hour - 100*time.Millisecond,
+	} {
+		p, err := Parse("x", "x.sql", "-- outboxlab: lease="+value+"\n"+body)
+		if err != nil {
+			t.Errorf("lease=%s: %v", value, err)
+			continue
+		}
+		if p.Lease != want {
+			t.Errorf("lease=%s: Lease = %v, want %v", value, p.Lease, want)
+		}
+	}
+	// Spaces around the value, any case for the prefix, and with order.
+	p, err = Parse("x", "x.sql", "-- OUTBOXLAB: lease = 2m \r\n-- outboxlab: order=any\n"+body)
+	if err != nil || p.Lease != 2*time.Minute || p.Order != model.Any {
+		t.Errorf("lease = 2m with order=any: %+v, %v", p, err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/outboxlab/outboxlab/model"
 )
@@ -54,12 +55,28 @@ type Section struct {
 
 // Protocol is a loaded protocol file.
 type Protocol struct {
-	Name     string // built-in name or file path as given
-	File     string // where errors point: the path, or builtin/<name>.sql
-	Order    model.Order
+	Name  string // built-in name or file path as given
+	File  string // where errors point: the path, or builtin/<name>.sql
+	Order model.Order
+	// Lease is the lease a claim or renew grants at least (lease=, default
+	// 30s): the age fixture holds the protocol to it.
+	Lease    time.Duration
 	Sections map[string]*Section
 	Source   string // the whole file text
 }
+
+// The lease directive's default and bounds. Leases end only through the
+// fixtures, never the wall clock, so the bounds only keep a value sane: under
+// a second is surely a typo for a longer unit, over a day a lease no real
+// worker would hold.
+const (
+	DefaultLease = 30 * time.Second
+	minLease     = time.Second
+	maxLease     = 24 * time.Hour
+)
+
+// knownDirectives lists the directives, for the unknown-directive error.
+var knownDirectives = []string{"lease", "order"}
 
 // Has reports whether the protocol has the section (its own or a default).
 func (p *Protocol) Has(name string) bool { return p.Sections[name] != nil }
@@ -89,7 +106,7 @@ func Resolve(arg string) (*Protocol, error) {
 // Parse reads a protocol file's text. It reports every text-level error the
 // format defines; errors only the server can find are left to Install.
 func Parse(name, file, src string) (*Protocol, error) {
-	p := &Protocol{Name: name, File: file, Order: model.FIFO, Sections: map[string]*Section{}, Source: src}
+	p := &Protocol{Name: name, File: file, Order: model.FIFO, Lease: DefaultLease, Sections: map[string]*Section{}, Source: src}
 	errAt := func(line int, format string, args ...any) error {
 		return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -172,8 +189,30 @@ func (p *Protocol) directive(kv string) error {
 			return nil
 		}
 		return fmt.Errorf("order=%s: want order=fifo or order=any", value)
+	case "lease":
+		d, err := parseLease(value)
+		if err != nil {
+			return err
+		}
+		p.Lease = d
+		return nil
 	}
-	return fmt.Errorf("unknown directive %q (known: order)", key)
+	return fmt.Errorf("unknown directive %q (known: %s)", key, strings.Join(knownDirectives, ", "))
+}
+
+// parseLease reads the lease directive's value, a Go duration from 1s to
+// 24h. The messages do not quote time.ParseDuration's, so they stay the same
+// whatever Go version built the tool.
+func parseLease(value string) (time.Duration, error) {
+	const want = "want a Go duration from 1s to 24h, such as lease=30s, lease=5m or lease=1h"
+	d, err := time.ParseDuration(value)
+	if err != nil {
+		return 0, fmt.Errorf("lease=%s: not a duration: %s", value, want)
+	}
+	if d < minLease || d > maxLease {
+		return 0, fmt.Errorf("lease=%s: out of range: %s", value, want)
+	}
+	return d, nil
 }
 
 func checkSection(file string, s *Section) error {
