@@ -107,9 +107,15 @@ func (inst *Instance) describeAll(ctx context.Context) error {
 		}
 		p.Sections[State] = &Section{Name: State, SQL: sql, Line: 1, Default: true}
 	}
-	for _, name := range []string{Complete, Retry, Renew, Enqueue, State, Expire, Due} {
+	for _, name := range []string{Complete, Retry, Renew, Enqueue, State, Expire, Due, Age} {
 		s := p.Sections[name]
 		if s == nil {
+			continue
+		}
+		if name == Age && s.Default {
+			if err := inst.describeOptionalDefault(ctx, s); err != nil {
+				return err
+			}
 			continue
 		}
 		desc, err := inst.describe(ctx, s)
@@ -128,6 +134,24 @@ func (inst *Instance) describeAll(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// describeOptionalDefault keeps a default statement the protocol may do
+// without (age) only when the server accepts it. Any server error drops it:
+// the default names the article's table, and a protocol on another table
+// simply has no such fixture. Other errors (a lost connection) are not the
+// protocol's and are returned.
+func (inst *Instance) describeOptionalDefault(ctx context.Context, s *Section) error {
+	_, err := inst.describe(ctx, s)
+	if err == nil {
+		return nil
+	}
+	if !errors.As(err, new(*Error)) {
+		return err
+	}
+	delete(inst.Proto.Sections, s.Name)
+	delete(inst.Statements.Stmts, s.Name)
 	return nil
 }
 

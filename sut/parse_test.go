@@ -156,6 +156,17 @@ func TestParseErrors(t *testing.T) {
 		{"@id in state",
 			okText + "-- name: state\nSELECT * FROM t\n\nWHERE id = @id;\n", 13,
 			[]string{`section "state"`, "@id"}},
+		{"@generation in age",
+			okText + "-- name: age\nUPDATE t SET id = id\nWHERE id = @id AND @generation > 0 AND @seconds > 0;\n", 12,
+			[]string{`section "age"`, "does not take parameter @generation", "@id, @seconds, @worker"}},
+		{"@seconds in expire",
+			okText + "-- name: expire\nUPDATE t SET id = id WHERE id = @id AND @seconds > 0;\n", 11,
+			[]string{`section "expire"`, "@seconds", "(it takes @id, @worker)"}},
+		{"second statement in age",
+			okText + "-- name: age\nUPDATE t SET id = @id;\nSELECT @seconds;\n", 12,
+			[]string{`section "age"`, "2 statements"}},
+		{"empty age", okText + "-- name: age\n\n", 10,
+			[]string{`section "age"`, "no SQL statement"}},
 		{"misspelt parameter in retry",
 			schemaPart + claimPart + completePart + "-- name: retry\nUPDATE t SET id = id WHERE id = @id AND gen = @gen RETURNING id;\n", 8,
 			[]string{`section "retry"`, "@gen "}},
@@ -240,10 +251,10 @@ func TestParseOK(t *testing.T) {
 	if got := p.Sections[Claim].SQL; got != "SELECT 1 AS id, 'e' AS event_id;" {
 		t.Errorf("claim SQL = %q", got)
 	}
-	// Optional sections: enqueue, expire and due get the outbox_lab defaults;
-	// state waits for Install (it depends on the claim's columns); renew stays
-	// absent.
-	for _, name := range []string{Enqueue, Expire, Due} {
+	// Optional sections: enqueue, expire, due and age get the outbox_lab
+	// defaults (age only until Install finds it does not work); state waits
+	// for Install (it depends on the claim's columns); renew stays absent.
+	for _, name := range []string{Enqueue, Expire, Due, Age} {
 		if s := p.Sections[name]; s == nil || !s.Default || s.SQL == "" {
 			t.Errorf("section %q: %+v, want a default", name, s)
 		}
@@ -329,12 +340,14 @@ SELECT id, event_id, 'READY' AS status, NULL::boolean AS lease_expired, true AS 
 UPDATE t SET id = id WHERE id = @id
 -- name: due
 UPDATE t SET id = id WHERE id = @id
+-- name: age
+UPDATE t SET id = id WHERE id = @id AND @seconds > 0 AND @worker <> ''
 `
 	p, err := Parse("x", "x.sql", src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, line := range map[string]int{Renew: 10, Enqueue: 12, State: 14, Expire: 16, Due: 18} {
+	for name, line := range map[string]int{Renew: 10, Enqueue: 12, State: 14, Expire: 16, Due: 18, Age: 20} {
 		s := p.Sections[name]
 		if s == nil || s.Default || s.Line != line {
 			t.Errorf("section %q: %+v, want the file's own at line %d", name, s, line)
@@ -467,7 +480,7 @@ func TestBuiltinsParse(t *testing.T) {
 					t.Errorf("section %q missing or default", s)
 				}
 			}
-			for _, s := range []string{Enqueue, Expire, Due} {
+			for _, s := range []string{Enqueue, Expire, Due, Age} {
 				if !p.Has(s) || !p.Sections[s].Default {
 					t.Errorf("section %q: want the default", s)
 				}

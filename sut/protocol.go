@@ -26,6 +26,7 @@ const (
 	State    = "state"
 	Expire   = "expire"
 	Due      = "due"
+	Age      = "age"
 )
 
 // sectionParams lists every section and the parameters it may take
@@ -40,6 +41,7 @@ var sectionParams = map[string][]string{
 	State:    {"worker"},
 	Expire:   {"id", "worker"},
 	Due:      {"id", "worker"},
+	Age:      {"id", "seconds", "worker"},
 }
 
 var requiredSections = []string{Schema, Claim, Complete, Retry}
@@ -79,6 +81,8 @@ const (
 var knownDirectives = []string{"lease", "order"}
 
 // Has reports whether the protocol has the section (its own or a default).
+// Install settles the defaults that depend on the server: it fills in state
+// and drops the default age when the server rejects it.
 func (p *Protocol) Has(name string) bool { return p.Sections[name] != nil }
 
 // Error is a problem with a protocol file, located at FILE:LINE.
