@@ -166,7 +166,9 @@ func (inst *Instance) describe(ctx context.Context, s *Section) (*pgconn.Stateme
 }
 
 // serverError turns a server's complaint about a section into FILE:LINE,
-// using the error's character position when it has one.
+// using the error's character position when it has one. The position counts
+// in the statement as sent: positional's rewrite of the section (schema,
+// which takes no parameters, is sent as written, which maps the same way).
 func (p *Protocol) serverError(s *Section, err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
@@ -176,7 +178,7 @@ func (p *Protocol) serverError(s *Section, err error) error {
 	if !s.Default {
 		line = s.Line + 1 + leadingLines(s.SQL)
 		if pos := int(pgErr.Position); pos > 0 {
-			line = s.Line + 1 + lineAtRune(s.SQL, pos-1)
+			line = s.Line + 1 + strings.Count(s.SQL[:errorOffset(s.SQL, pos)], "\n")
 		}
 		if line > s.Line+strings.Count(s.SQL, "\n")+1 {
 			line = s.Line
@@ -191,19 +193,6 @@ func (p *Protocol) serverError(s *Section, err error) error {
 
 func leadingLines(sql string) int {
 	return strings.Count(sql[:len(sql)-len(strings.TrimLeft(sql, " \t\r\n"))], "\n")
-}
-
-func lineAtRune(sql string, runeIndex int) int {
-	n := 0
-	for i, r := range []rune(sql) {
-		if i >= runeIndex {
-			break
-		}
-		if r == '\n' {
-			n++
-		}
-	}
-	return n
 }
 
 // Close drops the run's schema and closes the checking connection.

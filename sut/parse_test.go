@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/outboxlab/outboxlab/model"
 )
@@ -589,6 +590,42 @@ func TestPositional(t *testing.T) {
 		out, names := positional(tt.in)
 		if out != tt.out || !reflect.DeepEqual(names, tt.names) {
 			t.Errorf("positional(%q) = %q, %q; want %q, %q", tt.in, out, names, tt.out, tt.names)
+		}
+	}
+}
+
+// TestErrorOffset: a server's position in the rewritten statement (1-based,
+// in characters) maps back to the byte offset in the section's text.
+func TestErrorOffset(t *testing.T) {
+	tests := []struct {
+		sql  string
+		sent string // where the server points, in positional(sql)
+		want string // where that is in sql
+	}{
+		{"SELECT 1 FROM", "FROM", "FROM"},
+		{"SELECT @generation, @id FROM x", "FROM", "FROM"},
+		{"SELECT @generation, @id FROM x", "$1", "@generation"},
+		{"SELECT @generation, @id FROM x", "1, $2", "@generation"}, // inside $1
+		{"SELECT @generation, @id FROM x", ", $2", ", @id"},
+		{"SELECT @generation, @id FROM x", "$2", "@id"},
+		{"SELECT @id, @id, @id AND", "AND", "AND"},
+		{"SELECT 'é', @generation, 'ü' ~~~ 1", "'ü'", "'ü'"},
+		{"SELECT 'é', @generation, 'ü' ~~~ 1", "~~~", "~~~"},
+		{"-- née\nSELECT @a\nWHERE", "WHERE", "WHERE"},
+		{"SELECT @worker_10 + @worker_10 WHERE", "WHERE", "WHERE"},
+	}
+	for _, tt := range tests {
+		out, _ := positional(tt.sql)
+		position := utf8.RuneCountInString(out[:strings.Index(out, tt.sent)]) + 1
+		if got, want := errorOffset(tt.sql, position), strings.Index(tt.sql, tt.want); got != want {
+			t.Errorf("errorOffset(%q, %d) = %d (%q), want %d (%q)", tt.sql, position, got, tt.sql[got:], want, tt.want)
+		}
+	}
+	// Past the end (a syntax error at the end of input): the end of the
+	// statement, before the trimmed semicolon and blank lines.
+	for sql, want := range map[string]int{"SELECT @x +": 11, "SELECT @x +;\n\n": 11, "SELECT 'é' +  \n": 13, "": 0} {
+		if got := errorOffset(sql, 100); got != want {
+			t.Errorf("errorOffset(%q, 100) = %d, want %d", sql, got, want)
 		}
 	}
 }
