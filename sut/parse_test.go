@@ -58,6 +58,21 @@ func TestParseErrors(t *testing.T) {
 			[]string{"missing required section", `"retry"`}},
 		{"no sections at all", "-- just a comment\n-- and another\n", 2,
 			[]string{"missing required section", `"schema"`}},
+		// An empty file is reported at line 1: there is no line 0.
+		{"empty file", "", 1,
+			[]string{"empty protocol file", "schema, claim, complete, retry"}},
+		{"a single newline", "\n", 1,
+			[]string{"empty protocol file"}},
+		{"blank lines only", "\n\n  \n\t\r\n\n", 1,
+			[]string{"empty protocol file"}},
+		{"blank lines without a final newline", "\n\n   ", 1,
+			[]string{"empty protocol file"}},
+
+		// A line too long to read: the line that is.
+		{"first line too long", strings.Repeat("x", 2<<20) + "\n" + okText, 1,
+			[]string{"line longer than 1048576 bytes"}},
+		{"later line too long", "-- c\n\n--" + strings.Repeat(" ", 2<<20), 3,
+			[]string{"line longer than"}},
 
 		// Unknown sections and directives.
 		{"unknown section", okText + "-- name: cleanup\nDELETE FROM t;\n", 10,

@@ -5,6 +5,7 @@ package sut
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,6 +46,9 @@ var sectionParams = map[string][]string{
 }
 
 var requiredSections = []string{Schema, Claim, Complete, Retry}
+
+// maxLine is the longest line a protocol file may have, in bytes.
+const maxLine = 1024 * 1024
 
 // Section is one section of a protocol file.
 type Section struct {
@@ -122,7 +126,7 @@ func Parse(name, file, src string) (*Protocol, error) {
 		}
 	}
 	sc := bufio.NewScanner(strings.NewReader(src))
-	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+	sc.Buffer(make([]byte, maxLine), maxLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -156,7 +160,15 @@ func Parse(name, file, src string) (*Protocol, error) {
 	}
 	flush()
 	if err := sc.Err(); err != nil {
-		return nil, errAt(line, "read: %v", err)
+		// The scanner stopped on the line after the last one it read.
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, errAt(line+1, "line longer than %d bytes", maxLine)
+		}
+		return nil, errAt(line+1, "read: %v", err)
+	}
+	if strings.TrimSpace(src) == "" {
+		// Line 1 even for 0 bytes: an editor jumps to FILE:1, not FILE:0.
+		return nil, errAt(1, "empty protocol file: it needs sections %s", strings.Join(requiredSections, ", "))
 	}
 	for _, req := range requiredSections {
 		if p.Sections[req] == nil {
