@@ -107,9 +107,15 @@ func (inst *Instance) describeAll(ctx context.Context) error {
 		}
 		p.Sections[State] = &Section{Name: State, SQL: sql, Line: 1, Default: true}
 	}
-	for _, name := range []string{Complete, Retry, Renew, Enqueue, State, Expire, Due} {
+	for _, name := range []string{Complete, Retry, Renew, Enqueue, State, Expire, Due, Age} {
 		s := p.Sections[name]
 		if s == nil {
+			continue
+		}
+		if name == Age && s.Default {
+			if err := inst.describeOptionalDefault(ctx, s); err != nil {
+				return err
+			}
 			continue
 		}
 		desc, err := inst.describe(ctx, s)
@@ -131,6 +137,24 @@ func (inst *Instance) describeAll(ctx context.Context) error {
 	return nil
 }
 
+// describeOptionalDefault keeps a default statement the protocol may do
+// without (age) only when the server accepts it. Any server error drops it:
+// the default names the article's table, and a protocol on another table
+// simply has no such fixture. Other errors (a lost connection) are not the
+// protocol's and are returned.
+func (inst *Instance) describeOptionalDefault(ctx context.Context, s *Section) error {
+	_, err := inst.describe(ctx, s)
+	if err == nil {
+		return nil
+	}
+	if !errors.As(err, new(*Error)) {
+		return err
+	}
+	delete(inst.Proto.Sections, s.Name)
+	delete(inst.Statements.Stmts, s.Name)
+	return nil
+}
+
 func (inst *Instance) describe(ctx context.Context, s *Section) (*pgconn.StatementDescription, error) {
 	sql, params := positional(s.SQL)
 	desc, err := inst.Conn.PgConn().Prepare(ctx, "", sql, nil)
@@ -142,7 +166,9 @@ func (inst *Instance) describe(ctx context.Context, s *Section) (*pgconn.Stateme
 }
 
 // serverError turns a server's complaint about a section into FILE:LINE,
-// using the error's character position when it has one.
+// using the error's character position when it has one. The position counts
+// in the statement as sent: positional's rewrite of the section (schema,
+// which takes no parameters, is sent as written, which maps the same way).
 func (p *Protocol) serverError(s *Section, err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
@@ -152,7 +178,7 @@ func (p *Protocol) serverError(s *Section, err error) error {
 	if !s.Default {
 		line = s.Line + 1 + leadingLines(s.SQL)
 		if pos := int(pgErr.Position); pos > 0 {
-			line = s.Line + 1 + lineAtRune(s.SQL, pos-1)
+			line = s.Line + 1 + strings.Count(s.SQL[:errorOffset(s.SQL, pos)], "\n")
 		}
 		if line > s.Line+strings.Count(s.SQL, "\n")+1 {
 			line = s.Line
@@ -167,19 +193,6 @@ func (p *Protocol) serverError(s *Section, err error) error {
 
 func leadingLines(sql string) int {
 	return strings.Count(sql[:len(sql)-len(strings.TrimLeft(sql, " \t\r\n"))], "\n")
-}
-
-func lineAtRune(sql string, runeIndex int) int {
-	n := 0
-	for i, r := range []rune(sql) {
-		if i >= runeIndex {
-			break
-		}
-		if r == '\n' {
-			n++
-		}
-	}
-	return n
 }
 
 // Close drops the run's schema and closes the checking connection.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -125,7 +126,7 @@ func lab(override map[string]string) string {
 	}
 	var b strings.Builder
 	b.WriteString("-- A test protocol.\n-- outboxlab: order=fifo\n")
-	for _, name := range []string{Schema, Claim, Complete, Retry, Renew, Enqueue, State, Expire, Due} {
+	for _, name := range []string{Schema, Claim, Complete, Retry, Renew, Enqueue, State, Expire, Due, Age} {
 		if sql, ok := sections[name]; ok {
 			fmt.Fprintf(&b, "\n-- name: %s\n%s\n", name, sql)
 		}
@@ -150,6 +151,23 @@ func TestInstallErrors(t *testing.T) {
 		{"syntax error in claim",
 			map[string]string{Claim: "SELECT id, event_id, generation\nFROM outbox_lab\nWHERE status = 'READY'\n  AND AND true\nLIMIT 1"},
 			"AND AND", []string{"section claim", "syntax error", "42601"}},
+		// Positions count in the statement as sent, where @generation
+		// is $2: the line must still be the offending token's.
+		{"syntax error after a line with @generation",
+			map[string]string{Complete: "UPDATE outbox_lab SET status = 'SENT'\nWHERE id = @id AND generation = @generation\n  AND AND lease_until > clock_timestamp()\nRETURNING id"},
+			"AND AND lease_until", []string{"section complete", "syntax error", "42601"}},
+		{"unknown column after a line of parameters",
+			map[string]string{Renew: "UPDATE outbox_lab SET lease_until = now() + interval '30 seconds'\nWHERE id = @id AND generation = @generation AND @worker <> '' AND @id IS NOT NULL\n  AND no_such_column\nRETURNING id"},
+			"AND no_such_column", []string{"section renew", "no_such_column", "42703"}},
+		{"error after parameters and multi-byte characters",
+			map[string]string{Complete: "UPDATE outbox_lab SET status = 'SENT' -- déjà vu, naïve café\nWHERE id = @id\n  AND generation = @generation\n  AND lease_until >>> clock_timestamp()\nRETURNING id"},
+			"lease_until >>>", []string{"section complete", "operator does not exist"}},
+		{"error at a parameter",
+			map[string]string{Retry: "UPDATE outbox_lab SET status = 'READY'\nWHERE id = @id\n  AND generation = @generation\n  AND @generation\nRETURNING id"},
+			"  AND @generation\n", []string{"section retry", "argument of AND must be type boolean"}},
+		{"syntax error at the end of input",
+			map[string]string{Claim: "SELECT id, event_id FROM outbox_lab\nWHERE status IN (\n\n"},
+			"WHERE status IN (", []string{"section claim", "syntax error at end of input"}},
 		{"claim missing event_id",
 			map[string]string{Claim: "SELECT id, generation FROM outbox_lab LIMIT 1"},
 			"-- name: claim", []string{`section "claim"`, "missing result column(s) event_id"}},
@@ -196,6 +214,14 @@ func TestInstallErrors(t *testing.T) {
 		{"enqueue of a wrong column",
 			map[string]string{Enqueue: "INSERT INTO outbox_lab (event) VALUES (@event_id)"},
 			"INSERT INTO outbox_lab (event)", []string{"section enqueue", `"event"`}},
+		// An own age section is checked like any other; only the default
+		// age may be dropped.
+		{"age on a column that does not exist",
+			map[string]string{Age: "UPDATE outbox_lab\nSET leased_until = leased_until - make_interval(secs => @seconds)\nWHERE id = @id"},
+			"SET leased_until", []string{"section age", "leased_until", "does not exist", "42703"}},
+		{"age on a table that does not exist",
+			map[string]string{Age: "UPDATE jobs SET held_until = held_until - make_interval(secs => @seconds)\nWHERE id = @id"},
+			"UPDATE jobs SET held_until", []string{"section age", `relation "jobs" does not exist`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -317,10 +343,13 @@ func TestInstallBuiltins(t *testing.T) {
 			if !strings.HasPrefix(st.Schema, "outboxlab_") || !st.HasGen {
 				t.Errorf("Schema %q HasGen %v", st.Schema, st.HasGen)
 			}
-			for _, s := range []string{Claim, Complete, Retry, Enqueue, State, Expire, Due} {
+			for _, s := range []string{Claim, Complete, Retry, Enqueue, State, Expire, Due, Age} {
 				if _, ok := st.Stmts[s]; !ok {
 					t.Errorf("no statement %q", s)
 				}
+			}
+			if s := p.Sections[Age]; s == nil || !s.Default {
+				t.Errorf("age section %+v, want the default kept", s)
 			}
 			if _, ok := st.Stmts[Renew]; ok {
 				t.Error("a renew statement without a renew section")
@@ -749,4 +778,135 @@ func TestInstancesAreIsolated(t *testing.T) {
 	if len(ra) != 2 || len(rb) != 1 || rb[0].Event != "b1" {
 		t.Errorf("states %+v and %+v", ra, rb)
 	}
+}
+
+// leaseDeadline reads one row's lease deadline with the given query ($1: the
+// row's id); a row without a lease reads as the zero time.
+func leaseDeadline(t *testing.T, inst *Instance, query, id string) time.Time {
+	t.Helper()
+	var at *time.Time
+	if err := inst.Conn.QueryRow(testContext(t), query, id).Scan(&at); err != nil {
+		t.Fatalf("lease deadline of %s: %v", id, err)
+	}
+	if at == nil {
+		return time.Time{}
+	}
+	return *at
+}
+
+// ageBy runs the age fixture on a row and checks that its lease deadline
+// moved back by exactly d (the server keeps microseconds).
+func ageBy(t *testing.T, inst *Instance, query, id string, seconds float64, d time.Duration) {
+	t.Helper()
+	ctx := testContext(t)
+	before := leaseDeadline(t, inst, query, id)
+	if err := inst.Statements.Exec(ctx, inst.Conn, Age, Args{ID: id, Seconds: seconds, Worker: "harness"}); err != nil {
+		t.Fatalf("age(%s, %v): %v", id, seconds, err)
+	}
+	after := leaseDeadline(t, inst, query, id)
+	if got := before.Sub(after); got != d {
+		t.Errorf("age(%s, %v) moved the deadline from %v to %v: by %v, want %v", id, seconds, before, after, got, d)
+	}
+}
+
+// TestInstallDefaultAge: a protocol on the article's table keeps the
+// default age fixture, which moves a claimed row's deadline back by exactly
+// @seconds, fractions included, and leaves a row without a lease alone.
+func TestInstallDefaultAge(t *testing.T) {
+	ctx := testContext(t)
+	p, err := Resolve("leased")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := mustInstall(t, p)
+	st := inst.Statements
+	if !p.Has(Age) || !p.Sections[Age].Default {
+		t.Fatalf("age section %+v, want the default", p.Sections[Age])
+	}
+	if got := st.Stmts[Age].Params; !reflect.DeepEqual(got, []string{"seconds", "id"}) {
+		t.Errorf("age params = %v, want [seconds id]", got)
+	}
+	if err := inst.Reset(ctx, []string{"e1", "e2"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := st.Claim(ctx, inst.Conn, "w1"); err != nil || c.ID != "1" {
+		t.Fatalf("claim = %+v, %v", c, err)
+	}
+	const deadline = "SELECT lease_until FROM outbox_lab WHERE id = $1"
+	ageBy(t, inst, deadline, "1", 1.5, 1500*time.Millisecond)
+	ageBy(t, inst, deadline, "1", 0.25, 250*time.Millisecond)
+	ageBy(t, inst, deadline, "1", 0.000001, time.Microsecond)
+	ageBy(t, inst, deadline, "1", 3, 3*time.Second)
+	ageBy(t, inst, deadline, "2", 10, 0) // READY: no lease to age
+	rows, err := st.ReadState(ctx, inst.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rows[0].LeaseHeld || rows[0].LeaseExpired {
+		t.Fatalf("row 1 after 4.75s of age = %+v, want its 30s lease still live", rows[0])
+	}
+	// Aged past its lease, the row is expired and claimable again.
+	ageBy(t, inst, deadline, "1", 26, 26*time.Second)
+	if rows, _ := st.ReadState(ctx, inst.Conn); !rows[0].LeaseExpired {
+		t.Errorf("row 1 after 30.75s of age = %+v, want its lease expired", rows[0])
+	}
+	if c, err := st.Claim(ctx, inst.Conn, "w2"); err != nil || c.ID != "1" || c.Gen != 2 {
+		t.Errorf("claim after the lease aged out = %+v, %v; want row 1 generation 2", c, err)
+	}
+}
+
+// TestInstallDropsDefaultAge: a protocol on a table of its own without an
+// age section installs; the default age, which names outbox_lab, is dropped
+// rather than failing the install.
+func TestInstallDropsDefaultAge(t *testing.T) {
+	p, err := Resolve("../testdata/correct/jobs_uuid.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Sections[Age]; s == nil || !s.Default {
+		t.Fatalf("after Parse, age section %+v: want the tentative default", s)
+	}
+	inst := mustInstall(t, p)
+	if p.Has(Age) {
+		t.Errorf("Has(age) after Install; want the default dropped: %+v", p.Sections[Age])
+	}
+	if _, ok := inst.Statements.Stmts[Age]; ok {
+		t.Error("an age statement was kept")
+	}
+	for _, s := range []string{Claim, Complete, Retry, Enqueue, State, Expire, Due} {
+		if _, ok := inst.Statements.Stmts[s]; !ok {
+			t.Errorf("no statement %q", s)
+		}
+	}
+	err = inst.Statements.Exec(testContext(t), inst.Conn, Age, Args{ID: "x", Seconds: 1})
+	if err == nil || !strings.Contains(err.Error(), "no age section") {
+		t.Errorf("Exec(age) = %v, want an error saying there is no age section", err)
+	}
+}
+
+func TestInstallOwnAge(t *testing.T) {
+	ctx := testContext(t)
+	src := ownProtocol + `
+-- name: age
+UPDATE jobs SET held_until = held_until - make_interval(secs => @seconds)
+WHERE id = @id AND state = 'taken' AND @worker <> ''
+`
+	p := mustParse(t, src)
+	inst := mustInstall(t, p)
+	if s := p.Sections[Age]; s == nil || s.Default || s.Line != lineOf(t, src, "-- name: age") {
+		t.Fatalf("age section %+v, want the file's own", s)
+	}
+	if got := inst.Statements.Stmts[Age].Params; !reflect.DeepEqual(got, []string{"seconds", "id", "worker"}) {
+		t.Errorf("age params = %v, want [seconds id worker]", got)
+	}
+	if err := inst.Reset(ctx, []string{"e1"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := inst.Statements.Claim(ctx, inst.Conn, "w1")
+	if err != nil || !c.Found {
+		t.Fatalf("claim = %+v, %v", c, err)
+	}
+	const deadline = "SELECT held_until FROM jobs WHERE id = $1"
+	ageBy(t, inst, deadline, c.ID, 2.5, 2500*time.Millisecond)
+	ageBy(t, inst, deadline, c.ID, 0.125, 125*time.Millisecond)
 }

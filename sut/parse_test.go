@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/outboxlab/outboxlab/model"
 )
@@ -56,6 +58,21 @@ func TestParseErrors(t *testing.T) {
 			[]string{"missing required section", `"retry"`}},
 		{"no sections at all", "-- just a comment\n-- and another\n", 2,
 			[]string{"missing required section", `"schema"`}},
+		// An empty file is reported at line 1: there is no line 0.
+		{"empty file", "", 1,
+			[]string{"empty protocol file", "schema, claim, complete, retry"}},
+		{"a single newline", "\n", 1,
+			[]string{"empty protocol file"}},
+		{"blank lines only", "\n\n  \n\t\r\n\n", 1,
+			[]string{"empty protocol file"}},
+		{"blank lines without a final newline", "\n\n   ", 1,
+			[]string{"empty protocol file"}},
+
+		// A line too long to read: the line that is.
+		{"first line too long", strings.Repeat("x", 2<<20) + "\n" + okText, 1,
+			[]string{"line longer than 1048576 bytes"}},
+		{"later line too long", "-- c\n\n--" + strings.Repeat(" ", 2<<20), 3,
+			[]string{"line longer than"}},
 
 		// Unknown sections and directives.
 		{"unknown section", okText + "-- name: cleanup\nDELETE FROM t;\n", 10,
@@ -63,13 +80,35 @@ func TestParseErrors(t *testing.T) {
 		{"section names are case-sensitive", schemaPart + "-- name: Claim\nSELECT 1;\n", 3,
 			[]string{"unknown section", `"Claim"`}},
 		{"unknown directive", "-- outboxlab: order=fifo\n-- outboxlab: parallel=4\n" + schemaPart + claimPart + completePart + retryPart, 2,
-			[]string{"unknown directive", `"parallel"`}},
+			[]string{"unknown directive", `"parallel"`, "(known: lease, order)"}},
 		{"directive without =", "-- outboxlab: fifo\n" + schemaPart + claimPart + completePart + retryPart, 1,
 			[]string{"directive", `"fifo"`, "KEY=VALUE"}},
 		{"bad order value", "-- a comment first\n-- outboxlab: order=lifo\n" + schemaPart + claimPart + completePart + retryPart, 2,
 			[]string{"order=lifo", "fifo", "any"}},
 		{"empty order value", "-- outboxlab: order=\n" + schemaPart + claimPart + completePart + retryPart, 1,
 			[]string{"order=", "want order=fifo or order=any"}},
+		{"lease without a unit", "-- outboxlab: lease=30\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=30", "not a duration", "1s to 24h"}},
+		{"lease that is not a duration", "-- outboxlab: order=any\n-- outboxlab: lease=long\n" + schemaPart + claimPart + completePart + retryPart, 2,
+			[]string{"lease=long", "not a duration", "lease=30s"}},
+		{"empty lease", "-- outboxlab: lease=\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=:", "not a duration"}},
+		{"zero lease", "-- c\n\n-- outboxlab: lease=0s\n" + schemaPart + claimPart + completePart + retryPart, 3,
+			[]string{"lease=0s", "out of range", "1s to 24h"}},
+		{"bare zero lease", "-- outboxlab: lease=0\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=0", "out of range"}},
+		{"negative lease", "-- outboxlab: lease=-30s\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=-30s", "out of range"}},
+		{"lease under a second", "-- outboxlab: lease=999ms\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=999ms", "out of range", "1s to 24h"}},
+		{"lease over a day", "-- outboxlab: order=fifo\n-- outboxlab: lease=24h0m0.001s\n" + schemaPart + claimPart + completePart + retryPart, 2,
+			[]string{"lease=24h0m0.001s", "out of range"}},
+		{"lease of days", "-- outboxlab: lease=2d\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=2d", "not a duration"}},
+		{"lease that overflows", "-- outboxlab: lease=9999999999h\n" + schemaPart + claimPart + completePart + retryPart, 1,
+			[]string{"lease=9999999999h", "not a duration"}},
+		{"lease after the first section", schemaPart + "-- outboxlab: lease=5m\n" + claimPart + completePart + retryPart, 3,
+			[]string{"directive", "lease=5m", "after the first section"}},
 		{"directive after the first section", schemaPart + "-- outboxlab: order=any\n" + claimPart + completePart + retryPart, 3,
 			[]string{"directive", "order=any", "after the first section"}},
 		{"directive at the end", okText + "-- outboxlab: order=any\n", 10,
@@ -133,6 +172,17 @@ func TestParseErrors(t *testing.T) {
 		{"@id in state",
 			okText + "-- name: state\nSELECT * FROM t\n\nWHERE id = @id;\n", 13,
 			[]string{`section "state"`, "@id"}},
+		{"@generation in age",
+			okText + "-- name: age\nUPDATE t SET id = id\nWHERE id = @id AND @generation > 0 AND @seconds > 0;\n", 12,
+			[]string{`section "age"`, "does not take parameter @generation", "@id, @seconds, @worker"}},
+		{"@seconds in expire",
+			okText + "-- name: expire\nUPDATE t SET id = id WHERE id = @id AND @seconds > 0;\n", 11,
+			[]string{`section "expire"`, "@seconds", "(it takes @id, @worker)"}},
+		{"second statement in age",
+			okText + "-- name: age\nUPDATE t SET id = @id;\nSELECT @seconds;\n", 12,
+			[]string{`section "age"`, "2 statements"}},
+		{"empty age", okText + "-- name: age\n\n", 10,
+			[]string{`section "age"`, "no SQL statement"}},
 		{"misspelt parameter in retry",
 			schemaPart + claimPart + completePart + "-- name: retry\nUPDATE t SET id = id WHERE id = @id AND gen = @gen RETURNING id;\n", 8,
 			[]string{`section "retry"`, "@gen "}},
@@ -217,10 +267,10 @@ func TestParseOK(t *testing.T) {
 	if got := p.Sections[Claim].SQL; got != "SELECT 1 AS id, 'e' AS event_id;" {
 		t.Errorf("claim SQL = %q", got)
 	}
-	// Optional sections: enqueue, expire and due get the outbox_lab defaults;
-	// state waits for Install (it depends on the claim's columns); renew stays
-	// absent.
-	for _, name := range []string{Enqueue, Expire, Due} {
+	// Optional sections: enqueue, expire, due and age get the outbox_lab
+	// defaults (age only until Install finds it does not work); state waits
+	// for Install (it depends on the claim's columns); renew stays absent.
+	for _, name := range []string{Enqueue, Expire, Due, Age} {
 		if s := p.Sections[name]; s == nil || !s.Default || s.SQL == "" {
 			t.Errorf("section %q: %+v, want a default", name, s)
 		}
@@ -255,6 +305,46 @@ func TestParseOrderAny(t *testing.T) {
 	}
 }
 
+func TestParseLease(t *testing.T) {
+	body := schemaPart + claimPart + completePart + retryPart
+	if DefaultLease != 30*time.Second {
+		t.Errorf("DefaultLease = %v, want the article's 30s", DefaultLease)
+	}
+	p, err := Parse("x", "x.sql", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Lease != DefaultLease {
+		t.Errorf("no lease directive: Lease = %v, want %v", p.Lease, DefaultLease)
+	}
+	for value, want := range map[string]time.Duration{
+		"30s":         30 * time.Second,
+		"5m":          5 * time.Minute,
+		"1h":          time.Hour,
+		"1s":          time.Second,
+		"24h":         24 * time.Hour,
+		"1000ms":      time.Second,
+		"1m30s":       90 * time.Second,
+		"1.5h":        90 * time.Minute,
+		"+45s":        45 * time.Second,
+		"23h59m59.9s": 24*time.Hour - 100*time.Millisecond,
+	} {
+		p, err := Parse("x", "x.sql", "-- outboxlab: lease="+value+"\n"+body)
+		if err != nil {
+			t.Errorf("lease=%s: %v", value, err)
+			continue
+		}
+		if p.Lease != want {
+			t.Errorf("lease=%s: Lease = %v, want %v", value, p.Lease, want)
+		}
+	}
+	// Spaces around the value, any case for the prefix, and with order.
+	p, err = Parse("x", "x.sql", "-- OUTBOXLAB: lease = 2m \r\n-- outboxlab: order=any\n"+body)
+	if err != nil || p.Lease != 2*time.Minute || p.Order != model.Any {
+		t.Errorf("lease = 2m with order=any: %+v, %v", p, err)
+	}
+}
+
 func TestParseOwnSections(t *testing.T) {
 	src := okText + `-- name: renew
 UPDATE t SET id = id WHERE id = @id AND @generation > 0 AND @worker <> '' RETURNING id
@@ -266,12 +356,14 @@ SELECT id, event_id, 'READY' AS status, NULL::boolean AS lease_expired, true AS 
 UPDATE t SET id = id WHERE id = @id
 -- name: due
 UPDATE t SET id = id WHERE id = @id
+-- name: age
+UPDATE t SET id = id WHERE id = @id AND @seconds > 0 AND @worker <> ''
 `
 	p, err := Parse("x", "x.sql", src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, line := range map[string]int{Renew: 10, Enqueue: 12, State: 14, Expire: 16, Due: 18} {
+	for name, line := range map[string]int{Renew: 10, Enqueue: 12, State: 14, Expire: 16, Due: 18, Age: 20} {
 		s := p.Sections[name]
 		if s == nil || s.Default || s.Line != line {
 			t.Errorf("section %q: %+v, want the file's own at line %d", name, s, line)
@@ -404,7 +496,7 @@ func TestBuiltinsParse(t *testing.T) {
 					t.Errorf("section %q missing or default", s)
 				}
 			}
-			for _, s := range []string{Enqueue, Expire, Due} {
+			for _, s := range []string{Enqueue, Expire, Due, Age} {
 				if !p.Has(s) || !p.Sections[s].Default {
 					t.Errorf("section %q: want the default", s)
 				}
@@ -513,6 +605,42 @@ func TestPositional(t *testing.T) {
 		out, names := positional(tt.in)
 		if out != tt.out || !reflect.DeepEqual(names, tt.names) {
 			t.Errorf("positional(%q) = %q, %q; want %q, %q", tt.in, out, names, tt.out, tt.names)
+		}
+	}
+}
+
+// TestErrorOffset: a server's position in the rewritten statement (1-based,
+// in characters) maps back to the byte offset in the section's text.
+func TestErrorOffset(t *testing.T) {
+	tests := []struct {
+		sql  string
+		sent string // where the server points, in positional(sql)
+		want string // where that is in sql
+	}{
+		{"SELECT 1 FROM", "FROM", "FROM"},
+		{"SELECT @generation, @id FROM x", "FROM", "FROM"},
+		{"SELECT @generation, @id FROM x", "$1", "@generation"},
+		{"SELECT @generation, @id FROM x", "1, $2", "@generation"}, // inside $1
+		{"SELECT @generation, @id FROM x", ", $2", ", @id"},
+		{"SELECT @generation, @id FROM x", "$2", "@id"},
+		{"SELECT @id, @id, @id AND", "AND", "AND"},
+		{"SELECT 'é', @generation, 'ü' ~~~ 1", "'ü'", "'ü'"},
+		{"SELECT 'é', @generation, 'ü' ~~~ 1", "~~~", "~~~"},
+		{"-- née\nSELECT @a\nWHERE", "WHERE", "WHERE"},
+		{"SELECT @worker_10 + @worker_10 WHERE", "WHERE", "WHERE"},
+	}
+	for _, tt := range tests {
+		out, _ := positional(tt.sql)
+		position := utf8.RuneCountInString(out[:strings.Index(out, tt.sent)]) + 1
+		if got, want := errorOffset(tt.sql, position), strings.Index(tt.sql, tt.want); got != want {
+			t.Errorf("errorOffset(%q, %d) = %d (%q), want %d (%q)", tt.sql, position, got, tt.sql[got:], want, tt.want)
+		}
+	}
+	// Past the end (a syntax error at the end of input): the end of the
+	// statement, before the trimmed semicolon and blank lines.
+	for sql, want := range map[string]int{"SELECT @x +": 11, "SELECT @x +;\n\n": 11, "SELECT 'é' +  \n": 13, "": 0} {
+		if got := errorOffset(sql, 100); got != want {
+			t.Errorf("errorOffset(%q, 100) = %d, want %d", sql, got, want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ package sut
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,9 +42,13 @@ var sectionParams = map[string][]string{
 	State:    {"worker"},
 	Expire:   {"id", "worker"},
 	Due:      {"id", "worker"},
+	Age:      {"id", "seconds", "worker"},
 }
 
 var requiredSections = []string{Schema, Claim, Complete, Retry}
+
+// maxLine is the longest line a protocol file may have, in bytes.
+const maxLine = 1024 * 1024
 
 // Section is one section of a protocol file.
 type Section struct {
@@ -56,15 +61,32 @@ type Section struct {
 
 // Protocol is a loaded protocol file.
 type Protocol struct {
-	Name     string // built-in name or file path as given
-	File     string // where errors point: the path, or builtin/<name>.sql
-	Order    model.Order
+	Name  string // built-in name or file path as given
+	File  string // where errors point: the path, or builtin/<name>.sql
+	Order model.Order
+	// Lease is the lease a claim or renew grants at least (lease=, default
+	// 30s): the age fixture holds the protocol to it.
 	Lease    time.Duration
 	Sections map[string]*Section
 	Source   string // the whole file text
 }
 
+// The lease directive's default and bounds. Leases end only through the
+// fixtures, never the wall clock, so the bounds only keep a value sane: under
+// a second is surely a typo for a longer unit, over a day a lease no real
+// worker would hold.
+const (
+	DefaultLease = 30 * time.Second
+	minLease     = time.Second
+	maxLease     = 24 * time.Hour
+)
+
+// knownDirectives lists the directives, for the unknown-directive error.
+var knownDirectives = []string{"lease", "order"}
+
 // Has reports whether the protocol has the section (its own or a default).
+// Install settles the defaults that depend on the server: it fills in state
+// and drops the default age when the server rejects it.
 func (p *Protocol) Has(name string) bool { return p.Sections[name] != nil }
 
 // Error is a problem with a protocol file, located at FILE:LINE.
@@ -92,7 +114,7 @@ func Resolve(arg string) (*Protocol, error) {
 // Parse reads a protocol file's text. It reports every text-level error the
 // format defines; errors only the server can find are left to Install.
 func Parse(name, file, src string) (*Protocol, error) {
-	p := &Protocol{Name: name, File: file, Order: model.FIFO, Lease: 30 * time.Second, Sections: map[string]*Section{}, Source: src}
+	p := &Protocol{Name: name, File: file, Order: model.FIFO, Lease: DefaultLease, Sections: map[string]*Section{}, Source: src}
 	errAt := func(line int, format string, args ...any) error {
 		return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -104,7 +126,7 @@ func Parse(name, file, src string) (*Protocol, error) {
 		}
 	}
 	sc := bufio.NewScanner(strings.NewReader(src))
-	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+	sc.Buffer(make([]byte, maxLine), maxLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -138,7 +160,15 @@ func Parse(name, file, src string) (*Protocol, error) {
 	}
 	flush()
 	if err := sc.Err(); err != nil {
-		return nil, errAt(line, "read: %v", err)
+		// The scanner stopped on the line after the last one it read.
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, errAt(line+1, "line longer than %d bytes", maxLine)
+		}
+		return nil, errAt(line+1, "read: %v", err)
+	}
+	if strings.TrimSpace(src) == "" {
+		// Line 1 even for 0 bytes: an editor jumps to FILE:1, not FILE:0.
+		return nil, errAt(1, "empty protocol file: it needs sections %s", strings.Join(requiredSections, ", "))
 	}
 	for _, req := range requiredSections {
 		if p.Sections[req] == nil {
@@ -175,8 +205,30 @@ func (p *Protocol) directive(kv string) error {
 			return nil
 		}
 		return fmt.Errorf("order=%s: want order=fifo or order=any", value)
+	case "lease":
+		d, err := parseLease(value)
+		if err != nil {
+			return err
+		}
+		p.Lease = d
+		return nil
 	}
-	return fmt.Errorf("unknown directive %q (known: order)", key)
+	return fmt.Errorf("unknown directive %q (known: %s)", key, strings.Join(knownDirectives, ", "))
+}
+
+// parseLease reads the lease directive's value, a Go duration from 1s to
+// 24h. The messages do not quote time.ParseDuration's, so they stay the same
+// whatever Go version built the tool.
+func parseLease(value string) (time.Duration, error) {
+	const want = "want a Go duration from 1s to 24h, such as lease=30s, lease=5m or lease=1h"
+	d, err := time.ParseDuration(value)
+	if err != nil {
+		return 0, fmt.Errorf("lease=%s: not a duration: %s", value, want)
+	}
+	if d < minLease || d > maxLease {
+		return 0, fmt.Errorf("lease=%s: out of range: %s", value, want)
+	}
+	return d, nil
 }
 
 func checkSection(file string, s *Section) error {

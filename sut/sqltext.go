@@ -174,8 +174,23 @@ func codeStart(text string) int {
 // and returns the names in that order, so statements run through pgx's
 // statement cache with plain positional arguments.
 func positional(sql string) (string, []string) {
+	out, names, _ := rewrite(sql)
+	return out, names
+}
+
+// paramEdit is one replacement positional made: the @name at byte offset at
+// of the section's text (oldLen bytes) became $n (newLen bytes).
+type paramEdit struct {
+	at, oldLen, newLen int
+}
+
+// rewrite is positional's work, with the replacements it made, so that an
+// offset in the rewritten text can be mapped back to the text as written.
+// The trimming at the end moves nothing before it.
+func rewrite(sql string) (string, []string, []paramEdit) {
 	var b strings.Builder
 	var names []string
+	var edits []paramEdit
 	index := map[string]int{}
 	last := 0
 	for _, t := range scanSQL(sql) {
@@ -189,11 +204,48 @@ func positional(sql string) (string, []string) {
 			index[t.name] = n
 		}
 		b.WriteString(sql[last:t.offset])
-		b.WriteString("$" + strconv.Itoa(n))
+		param := "$" + strconv.Itoa(n)
+		b.WriteString(param)
 		last = t.offset + 1 + len(t.name)
+		edits = append(edits, paramEdit{at: t.offset, oldLen: 1 + len(t.name), newLen: len(param)})
 	}
 	b.WriteString(sql[last:])
 	out := strings.TrimRight(b.String(), " \t\r\n")
 	out = strings.TrimRight(strings.TrimSuffix(out, ";"), " \t\r\n")
-	return out, names
+	return out, names, edits
+}
+
+// sourceOffset maps a byte offset in rewrite's output back to the text as
+// written; an offset inside a $n points at its @name.
+func sourceOffset(edits []paramEdit, off int) int {
+	shift := 0 // how much longer the written text is up to here
+	for _, e := range edits {
+		start := e.at - shift
+		if off < start {
+			break
+		}
+		if off < start+e.newLen {
+			return e.at
+		}
+		shift += e.oldLen - e.newLen
+	}
+	return off + shift
+}
+
+// errorOffset maps a server's error position (1-based, in characters of
+// the statement positional made of sql) to a byte offset in sql. A position
+// past the end (a syntax error at the end of input) is the end of the last
+// statement, not of the trailing blank lines.
+func errorOffset(sql string, position int) int {
+	out, _, edits := rewrite(sql)
+	off := len(out)
+	chars := 0
+	for i := range out { // i steps by character, as the server counts
+		if chars == position-1 {
+			off = i
+			break
+		}
+		chars++
+	}
+	return min(sourceOffset(edits, off), len(sql))
 }

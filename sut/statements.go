@@ -36,6 +36,9 @@ type Args struct {
 	Gen     int64
 	Worker  string
 	EventID string
+	// Seconds is how far the age fixture moves a lease deadline back. A
+	// float64 goes to the server as double precision, the type of
+	// make_interval's secs, so fractions of a second survive.
 	Seconds float64
 }
 
@@ -153,9 +156,13 @@ func (s *Statements) Apply(ctx context.Context, q Querier, section string, a Arg
 	return n > 0, rows.Err()
 }
 
-// Exec runs a section for its effect (enqueue, expire, due).
+// Exec runs a section for its effect (enqueue, expire, due, age).
 func (s *Statements) Exec(ctx context.Context, q Querier, section string, a Args) error {
-	st := s.Stmts[section]
+	st, ok := s.Stmts[section]
+	if !ok {
+		// (an empty statement would run and do nothing)
+		return fmt.Errorf("protocol has no %s section", section)
+	}
 	rows, err := q.Query(ctx, st.SQL, a.list(st.Params)...)
 	if err != nil {
 		return err

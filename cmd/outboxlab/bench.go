@@ -27,11 +27,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	quick := fs.Bool("quick", false, "run every measurement a few times only (a smoke test, not figures)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: outboxlab bench [--json] [--quick] [--cpuprofile FILE]")
+		fmt.Fprintln(fs.Output(), "usage: outboxlab bench [--json] [--quick] [--cpuprofile FILE]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitBad
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "outboxlab bench: takes no protocol: it measures the built-in leased and baseline")

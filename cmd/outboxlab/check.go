@@ -56,11 +56,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long for rapid's shrinking, used when a counterexample cannot be replayed (default 30s)")
 	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: outboxlab check [flags] [PROTOCOL ...]")
+		fmt.Fprintln(fs.Output(), "usage: outboxlab check [flags] [PROTOCOL ...]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitBad
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	if f.checks < 0 || f.steps < 0 || f.workers < 2 {
 		fmt.Fprintln(stderr, "outboxlab check: --checks and --steps must be positive and --workers at least 2")

@@ -8,6 +8,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -60,4 +62,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "outboxlab: unknown command %q\n%s", args[0], usage)
 	return exitBad
+}
+
+// parseFlags parses a command's flags; ok is false when the command must
+// stop with code. Help (-h, --help) is asked for, not an error: the usage goes
+// to stdout with exit status 0. A bad flag gets the flag package's message
+// and the usage on stderr, exit status 2. The command's Usage must write to
+// fs.Output().
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, ok bool) {
+	usage := fs.Usage
+	fs.Usage = func() {} // printed below, where it belongs
+	err := fs.Parse(args)
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		return exitPass, true
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return exitPass, false
+	}
+	fs.Usage()
+	return exitBad, false
 }

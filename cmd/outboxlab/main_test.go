@@ -79,6 +79,40 @@ func TestBadInvocationExitsTwo(t *testing.T) {
 	}
 }
 
+// TestHelpExitsZero: asking a command for its flags is not an error: the
+// usage with every flag goes to stdout, exit status 0, and nothing runs.
+func TestHelpExitsZero(t *testing.T) {
+	flags := map[string][]string{
+		"check":     {"usage: outboxlab check", "-checks", "-steps", "-seed", "-faults", "-shrink-time", "-workers", "-json"},
+		"scenarios": {"usage: outboxlab scenarios", "-json"},
+		"bench":     {"usage: outboxlab bench", "-json", "-quick", "-cpuprofile"},
+	}
+	for cmd, words := range flags {
+		for _, help := range []string{"-h", "--help", "-help"} {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{cmd, help}, &stdout, &stderr); code != exitPass {
+				t.Errorf("%s %s: exit %d, want 0; stderr %q", cmd, help, code, stderr.String())
+			}
+			for _, w := range words {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("%s %s: stdout %q does not contain %q", cmd, help, stdout.String(), w)
+				}
+			}
+			if stderr.Len() != 0 {
+				t.Errorf("%s %s: stderr %q, want nothing", cmd, help, stderr.String())
+			}
+		}
+	}
+	// A bad flag still exits 2, with the message and the usage on stderr.
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"check", "--no-such-flag"}, &stdout, &stderr); code != exitBad {
+		t.Errorf("check --no-such-flag: exit %d, want 2", code)
+	}
+	if got := stderr.String(); !strings.Contains(got, "no-such-flag") || !strings.Contains(got, "usage: outboxlab check") || stdout.Len() != 0 {
+		t.Errorf("check --no-such-flag: stderr %q, stdout %q; want the error and the usage on stderr only", got, stdout.String())
+	}
+}
+
 // TestScenariosJSON: the article's table from the command line: leased
 // passes six of six, baseline fails four and passes two, exit status 1.
 func TestScenariosJSON(t *testing.T) {

@@ -15,8 +15,12 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("scenarios", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object per scenario")
-	if err := fs.Parse(args); err != nil {
-		return exitBad
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: outboxlab scenarios [--json] [PROTOCOL ...]")
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	protocols, err := loadAll(fs.Args())
 	if err != nil {
