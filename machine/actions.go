@@ -1,6 +1,8 @@
 package machine
 
 import (
+	"fmt"
+
 	"github.com/outboxlab/outboxlab/model"
 	"github.com/outboxlab/outboxlab/sut"
 	"pgregory.net/rapid"
@@ -52,7 +54,12 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		if (name == ActRequestLost || name == ActReplyLost) && r.h.Faults == nil {
 			continue
 		}
+		// rapid draws an action name uniformly: an action of weight w is
+		// entered under w names ("claim", "claim#2", ...).
 		out[name] = act
+		for k := 2; k <= r.h.Cfg.weight(name); k++ {
+			out[fmt.Sprintf("%s#%d", name, k)] = act
+		}
 	}
 	return out
 }

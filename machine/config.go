@@ -17,15 +17,37 @@ type Config struct {
 	// Faults enables the network and server faults (see faults/); they
 	// run only on a harness given an injector (faults.Attach).
 	Faults bool
-	// OpTimeout bounds every statement; a claim that waits longer than this
-	// is reported as blocked.
+	// OpTimeout bounds every statement. A statement the server shows
+	// waiting on a lock is reported as blocked at once; one that is only
+	// slow, after this long.
 	OpTimeout time.Duration
+	// Weights makes some actions likelier than others: an action of
+	// weight w is drawn w times as often as one of weight 1 (the default).
+	// They are tuned so that the default budget reaches every coverage
+	// class on every seed (see DefaultWeights).
+	Weights map[string]int
 }
 
 // Default is the CI configuration.
 func Default() Config {
-	return Config{MinWorkers: 2, MaxWorkers: 4, MinEvents: 1, MaxEvents: 4, Faults: true, OpTimeout: 2 * time.Second}
+	return Config{MinWorkers: 2, MaxWorkers: 4, MinEvents: 1, MaxEvents: 4, Faults: true, OpTimeout: 2 * time.Second, Weights: DefaultWeights()}
 }
+
+// DefaultWeights favours the actions whose coverage classes need a chain
+// of earlier steps (a stale outcome needs a claim and then an expiry or a
+// reclaim; renew_aged a claim, an age and a renew), so that 100 checks
+// reach every class whatever the seed. Every other action has weight 1.
+func DefaultWeights() map[string]int {
+	return map[string]int{
+		ActClaim:         2,
+		ActStaleComplete: 2,
+		ActStaleRetry:    2,
+		ActRenew:         2,
+	}
+}
+
+// weight is how many entries an action gets in rapid's action table.
+func (c Config) weight(action string) int { return max(c.Weights[action], 1) }
 
 // Action names, as rapid prints them in a shrunk program.
 const (

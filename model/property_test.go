@@ -11,7 +11,7 @@ var (
 	workers = []string{"w1", "w2", "w3"}
 	events  = []string{"e1", "e2", "e3", "e4", "e5"}
 	kinds   = []Kind{Enqueue, ClaimOp, Begin, Commit, Rollback, Complete, Retry, Renew,
-		Expire, MakeDue, Pause, Resume, Kill, Respawn, Restart}
+		Expire, MakeDue, Age, Pause, Resume, Kill, Respawn, Restart}
 )
 
 // TestModelProperties runs random programs on the model alone and holds

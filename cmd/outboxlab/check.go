@@ -58,6 +58,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab check [flags] [PROTOCOL ...]")
 		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), checkHelp())
 	}
 	if code, ok := parseFlags(fs, args, stdout); !ok {
 		return code
@@ -262,4 +263,30 @@ func showProgress(h *machine.Harness, name string, total int, w io.Writer) func(
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return line
+}
+
+// checkHelp is the part of check's usage after the flags: the results and
+// exit statuses, and the coverage classes a pass needs with the sections
+// that make each one required.
+func checkHelp() string {
+	var b strings.Builder
+	b.WriteString(`
+Result per protocol (exit status): pass (0); fail, a counterexample (1);
+bad input or no database (2); inconclusive (3): no counterexample, but the
+run never reached a coverage class the protocol's sections make possible,
+so the pass proves nothing there; raise --checks or --steps.
+
+Coverage classes a pass needs (with faults on, also request_lost,
+reply_lost, and db_restart on a server outboxlab started itself):
+`)
+	needs := machine.ClassSections()
+	for _, class := range machine.BaseClasses {
+		when := "always"
+		if secs := needs[class]; len(secs) > 0 {
+			when = "with the section(s) " + strings.Join(secs, " and ")
+		}
+		fmt.Fprintf(&b, "  %-24s %s\n", class, when)
+	}
+	b.WriteString("\nThe protocol file format: README.md, \"The protocol format\".\n")
+	return b.String()
 }
