@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/outboxlab/outboxlab/faults"
 	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/pgserver"
 	"pgregory.net/rapid"
@@ -20,7 +19,7 @@ func harness(t *testing.T, protocol string, cfg machine.Config) *machine.Harness
 	h := machine.New(srv, inst, cfg)
 	t.Cleanup(h.Close)
 	if cfg.Faults {
-		closeFaults, err := faults.Attach(h)
+		closeFaults, err := h.AttachFaults()
 		if err != nil {
 			t.Fatal(err)
 		}

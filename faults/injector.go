@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/pgserver"
 )
 
@@ -19,8 +18,6 @@ type Injector struct {
 	err     error // the first proxy that would not start
 }
 
-var _ machine.FaultInjector = (*Injector)(nil)
-
 // New starts the workers' proxies in front of srv: in an in-process
 // toxiproxy, or, when OUTBOXLAB_TOXIPROXY_URL is set, on that toxiproxy
 // server (see externalFromEnv). Close removes them.
@@ -30,18 +27,6 @@ func New(srv *pgserver.Server) (*Injector, error) {
 		return nil, fmt.Errorf("faults: %w", err)
 	}
 	return &Injector{srv: srv, proxies: ps}, nil
-}
-
-// Attach gives a harness an injector for its server. Call it before the
-// first check: workers already running keep their direct connection. The
-// returned close stops the proxies.
-func Attach(h *machine.Harness) (close func(), err error) {
-	in, err := New(h.Srv)
-	if err != nil {
-		return nil, err
-	}
-	h.Faults = in
-	return in.Close, nil
 }
 
 // WorkerConnString is where worker w connects: its own proxy, created on

@@ -67,7 +67,7 @@ func (r *run) actions() map[string]func(*rapid.T) {
 // Worker sets, from the process states and the model's open transactions.
 
 func (r *run) alive(w string) bool   { return !r.dead[w] }
-func (r *run) running(w string) bool { return !r.dead[w] && !r.h.procs[w].Paused() }
+func (r *run) running(w string) bool { return !r.dead[w] && !r.h.pool.Get(w).Paused() }
 
 func (r *run) inTx(w string) bool {
 	for _, p := range r.model().Pending {

@@ -15,7 +15,7 @@ type Config struct {
 	// it to find each failure class of a protocol on its own.
 	Actions []string
 	// Faults enables the network and server faults (see faults/); they
-	// run only on a harness given an injector (faults.Attach).
+	// run only on a harness given an injector (Harness.AttachFaults).
 	Faults bool
 	// OpTimeout bounds every statement. A statement the server shows
 	// waiting on a lock is reported as blocked at once; one that is only

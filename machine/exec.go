@@ -79,12 +79,12 @@ func (r *run) runOutcome(op model.Op) model.Outcome {
 // error, a result the format forbids (two rows from a claim, a NULL
 // generation), a connection the protocol's own statement lost.
 func (r *run) request(w string, req worker.Request, op model.Op) (worker.Response, bool) {
-	p := r.h.procs[w]
-	faulted := r.faultPending || r.h.stale[w]
+	p := r.h.pool.Get(w)
+	faulted := r.faultPending || r.h.pool.Stale(w)
 	var resp worker.Response
 	var err error
 	r.h.timed(func() { resp, err = p.DoWatched(req, lockProbeInterval, r.h.waitsOnLock) })
-	delete(r.h.stale, w) // it answered, or it dropped its connection
+	r.h.pool.Used(w)
 	name := ruleName(op.Kind)
 	if errors.Is(err, worker.ErrBlocked) || errors.Is(err, worker.ErrHung) {
 		// Its late answer would be read as the next one's: it must go.
@@ -149,18 +149,18 @@ func (r *run) runSignal(w string, kind model.Kind) model.Outcome {
 	var err error
 	switch kind {
 	case model.Pause:
-		err = r.h.procs[w].Pause()
+		err = r.h.pool.Get(w).Pause()
 	case model.Resume:
-		err = r.h.procs[w].Resume()
+		err = r.h.pool.Get(w).Resume()
 	case model.Kill:
 		if r.holdsNothing(w) {
-			r.h.killIdle(w)
+			r.h.pool.KillIdle(w)
 		} else {
 			err = r.h.kill(w)
 		}
 		r.dead[w] = true
 	case model.Respawn:
-		err = r.h.spawn(w)
+		err = r.h.pool.Spawn(w)
 		r.dead[w] = err != nil
 	}
 	if err != nil {

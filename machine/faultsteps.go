@@ -36,7 +36,7 @@ func (r *run) networkFault(t *rapid.T, replyLost bool) {
 	if err := r.h.connected(w); err != nil {
 		r.t.Fatalf("harness: %s before %s: %v", w, name, err)
 	}
-	backend := r.h.procs[w].Backend
+	backend := r.h.pool.Get(w).Backend
 	undo, err := inject(w)
 	if err != nil {
 		r.t.Fatalf("harness: %v", err)
@@ -147,20 +147,18 @@ func (r *run) runRestart() model.Outcome {
 		switch {
 		case r.dead[w]:
 		case r.running(w):
-			if _, err := r.h.procs[w].Do(worker.Request{Op: "reconnect"}); err != nil {
+			if _, err := r.h.pool.Get(w).Do(worker.Request{Op: "reconnect"}); err != nil {
 				r.t.Fatalf("harness: reconnect %s after the restart: %v", w, err)
 			}
 		default:
-			r.h.stale[w] = true
-			r.h.procs[w].Backend = 0 // gone with the crash; its pid may be reused
+			r.h.pool.MarkStale(w)
 		}
 	}
 	// The pool's processes this check does not use lost their connections
 	// too; they reconnect when a later check takes them.
-	for name, p := range r.h.procs {
+	for _, name := range r.h.pool.Names() {
 		if !slices.Contains(r.workers, name) {
-			r.h.stale[name] = true
-			p.Backend = 0
+			r.h.pool.MarkStale(name)
 		}
 	}
 	return model.Outcome{Kind: model.OK}
@@ -172,7 +170,7 @@ func (h *Harness) restart(ctx context.Context) error {
 	if err := h.Faults.Restart(ctx); err != nil {
 		return err
 	}
-	h.spares.discard() // their connections are broken too
+	h.pool.DiscardSpares() // their connections are broken too
 	if err := h.Inst.EnsureConn(ctx); err != nil {
 		return fmt.Errorf("after the restart: %w", err)
 	}
@@ -182,10 +180,10 @@ func (h *Harness) restart(ctx context.Context) error {
 // connected makes sure w has a working connection before a fault cuts it,
 // so that the fault hits the statement and not the connecting.
 func (h *Harness) connected(w string) error {
-	p := h.procs[w]
+	p := h.pool.Get(w)
 	var req worker.Request
 	switch {
-	case h.stale[w]:
+	case h.pool.Stale(w):
 		req.Op = "reconnect"
 	case p.Backend == 0:
 		req.Op = "reset" // connects; no transaction is open (faultTarget)
@@ -196,6 +194,6 @@ func (h *Harness) connected(w string) error {
 	if err == nil && resp.Err != "" {
 		err = fmt.Errorf("%s", resp.Err)
 	}
-	delete(h.stale, w)
+	h.pool.Used(w)
 	return err
 }

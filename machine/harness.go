@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/outboxlab/outboxlab/faults"
 	"github.com/outboxlab/outboxlab/model"
 	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/sut"
@@ -26,8 +27,7 @@ type Harness struct {
 	Faults   FaultInjector // nil unless Cfg.Faults
 
 	mu      sync.Mutex
-	procs   map[string]*worker.Process
-	spares  spares   // connected processes ready to replace a killed worker
+	pool    *worker.Pool
 	program []string // the current check's program, one line a step
 	failure *Violation
 	checks  int
@@ -36,9 +36,6 @@ type Harness struct {
 	// sqlTime is the wall time spent waiting on PostgreSQL: worker
 	// statements (pipe included) and the harness's reads and fixtures.
 	sqlTime time.Duration
-	// stale are workers whose connection a server restart broke while
-	// they were paused: they reconnect before their next use.
-	stale map[string]bool
 }
 
 // SQLTime is the time the checks so far spent waiting on PostgreSQL.
@@ -73,6 +70,21 @@ type FaultInjector interface {
 	Restart(ctx context.Context) error
 }
 
+var _ FaultInjector = (*faults.Injector)(nil)
+
+// AttachFaults gives the harness an injector for its server (a proxy per
+// worker for lost requests and replies, restarts when this run owns the
+// server). Call it before the first check: workers already running keep
+// their direct connection. The returned close stops the proxies.
+func (h *Harness) AttachFaults() (close func(), err error) {
+	in, err := faults.New(h.Srv)
+	if err != nil {
+		return nil, err
+	}
+	h.Faults = in
+	return in.Close, nil
+}
+
 // Violation is a broken rule: Rule is the deterministic failure message
 // rapid shrinks on; Detail is the full explanation with the step.
 type Violation struct {
@@ -82,17 +94,23 @@ type Violation struct {
 
 // New prepares a harness for an installed protocol.
 func New(srv *pgserver.Server, inst *sut.Instance, cfg Config) *Harness {
-	return &Harness{Cfg: cfg, Srv: srv, Inst: inst, procs: map[string]*worker.Process{}, stale: map[string]bool{}}
+	h := &Harness{Cfg: cfg, Srv: srv, Inst: inst}
+	h.pool = worker.NewPool(h.workerSpec)
+	return h
+}
+
+// workerSpec is what worker name's process needs: through its own proxy
+// when faults are attached.
+func (h *Harness) workerSpec(name string) worker.Spec {
+	cs := h.Inst.ConnString
+	if h.Faults != nil {
+		cs = h.Faults.WorkerConnString(name)
+	}
+	return worker.Spec{Name: name, ConnString: cs, Statements: h.Inst.Statements, OpTimeout: h.Cfg.OpTimeout}
 }
 
 // Close kills every worker process.
-func (h *Harness) Close() {
-	h.spares.discard()
-	for name, p := range h.procs {
-		p.Kill()
-		delete(h.procs, name)
-	}
-}
+func (h *Harness) Close() { h.pool.Close() }
 
 // Program is the last check's program: after a failed rapid.Check, the
 // shrunk counterexample, since rapid replays the minimal case last.
@@ -160,77 +178,20 @@ func (h *Harness) begin(t *rapid.T) *run {
 }
 
 // preparePool makes every named worker a live, running process with no
-// open transaction, whatever the previous check (passed or failed) left.
-// Every process of the pool is reset, named or not: a worker left paused
-// with an open transaction would hold row locks the reset must take.
+// open transaction, whatever the previous check left (see worker.Pool).
 func (h *Harness) preparePool(names []string) error {
-	reqs := map[string]worker.Request{}
-	for name, p := range h.procs {
-		if p.Paused() {
-			p.Resume()
-		}
-		req := worker.Request{Op: "reset"}
-		if h.stale[name] {
-			req.Op = "reconnect"
-			delete(h.stale, name)
-		}
-		reqs[name] = req
-	}
-	for name, err := range h.doAll(reqs) {
-		if err != nil {
-			h.kill(name)
-		}
-	}
-	for _, name := range names {
-		if h.procs[name] == nil {
-			if err := h.spawn(name); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (h *Harness) spawn(name string) error {
-	cs := h.Inst.ConnString
-	if h.Faults != nil {
-		cs = h.Faults.WorkerConnString(name)
-	}
-	spec := worker.Spec{Name: name, ConnString: cs, Statements: h.Inst.Statements, OpTimeout: h.Cfg.OpTimeout}
-	defer h.spares.refill(spec)
-	if p := h.spares.take(name); p != nil {
-		h.procs[name] = p
-		return nil
-	}
-	p, err := worker.Spawn(spec)
-	if err != nil {
-		return err
-	}
-	h.procs[name] = p
-	return nil
+	return h.pool.Prepare(names, func(name string) { h.kill(name) })
 }
 
 // kill SIGKILLs a worker and waits until the server has ended its backend,
-// so its open transaction's locks are gone before the next step. The
-// server is told to end the backend at once: otherwise it ends it only
-// when the kernel has torn the process down and closed its socket (a few
-// milliseconds), or behind a proxy, not at all. The wait is time spent
-// waiting on PostgreSQL.
+// so its open transaction's locks are gone before the next step. The wait
+// is time spent waiting on PostgreSQL.
 func (h *Harness) kill(name string) error {
-	p := h.procs[name]
-	if p == nil {
-		return nil
-	}
-	backend := p.Backend
-	p.KillAsync()
-	delete(h.procs, name)
-	delete(h.stale, name)
 	var err error
 	h.timed(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		worker.TerminateBackend(ctx, h.Inst.Conn, backend)
-		err = worker.AwaitBackendGone(ctx, h.Inst.Conn, backend)
+		err = h.pool.Kill(ctx, h.Inst.Conn, name)
 	})
 	return err
 }

@@ -138,7 +138,7 @@ func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f ch
 	h := machine.New(srv, inst, cfg)
 	defer h.Close()
 	if cfg.Faults {
-		detach, err := attachFaults(srv, h)
+		detach, err := h.AttachFaults()
 		if err != nil {
 			res.Result, res.Error = "error", err.Error()
 			return res

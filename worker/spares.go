@@ -1,9 +1,7 @@
-package machine
+package worker
 
 import (
 	"sync"
-
-	"github.com/outboxlab/outboxlab/worker"
 )
 
 // spares holds, per worker name, one process already started and connected
@@ -12,12 +10,12 @@ import (
 // connection (about 7 ms, paid thousands of times while shrinking).
 type spares struct {
 	mu    sync.Mutex
-	ready map[string]*worker.Process
+	ready map[string]*Process
 	busy  map[string]bool
 	gen   int // bumped by discard: a refill started before it is dropped
 }
 
-func (s *spares) take(name string) *worker.Process {
+func (s *spares) take(name string) *Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.ready[name]
@@ -27,10 +25,10 @@ func (s *spares) take(name string) *worker.Process {
 
 // refill starts a spare for spec.Name in the background unless one is ready
 // or on its way.
-func (s *spares) refill(spec worker.Spec) {
+func (s *spares) refill(spec Spec) {
 	s.mu.Lock()
 	if s.ready == nil {
-		s.ready, s.busy = map[string]*worker.Process{}, map[string]bool{}
+		s.ready, s.busy = map[string]*Process{}, map[string]bool{}
 	}
 	if s.ready[spec.Name] != nil || s.busy[spec.Name] {
 		s.mu.Unlock()
@@ -40,7 +38,7 @@ func (s *spares) refill(spec worker.Spec) {
 	gen := s.gen
 	s.mu.Unlock()
 	go func() {
-		p, err := worker.Spawn(spec)
+		p, err := Spawn(spec)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.busy[spec.Name] = false

@@ -1,0 +1,20 @@
+package machine
+
+// holdsNothing reports whether w's backend holds no lock and runs no
+// statement: no open transaction in any model state the run may be in, and
+// no fault that could leave a statement in flight. Between two steps a
+// backend without a transaction holds no row lock, and a protocol that kept
+// a session lock across steps would already break the model without kills.
+func (r *run) holdsNothing(w string) bool {
+	if r.h.Faults != nil || r.faultPending {
+		return false
+	}
+	for _, s := range r.states {
+		for _, p := range s.Pending {
+			if p.Worker == w {
+				return false
+			}
+		}
+	}
+	return true
+}
