@@ -226,6 +226,11 @@ func measureProtocol(t *testing.T, m protocolFile, cfg machine.Config, seed *uin
 		t.Fatalf("the state machine failed without a violation (a harness error):\n%s", c.Report)
 	}
 	r.caught, r.checks, r.toFind, r.total, r.steps, r.program = c.Caught, c.Checks, c.ToFind, c.Total, c.Steps(), c.Program
+	if !cfg.Faults && slices.ContainsFunc(c.Program, func(l string) bool { return strings.Contains(l, " -> unknown") }) {
+		// Without a fault nothing is ambiguous: every error is the
+		// protocol's own, and is named.
+		t.Errorf("a counterexample without faults has an unknown step:\n%s", strings.Join(c.Program, "\n"))
+	}
 	if c.Failure != nil {
 		r.rule = c.Failure.Rule
 		passes := []string{"leased"}

@@ -121,6 +121,11 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 	var rows []sut.StateRow
 	var err error
 	r.h.timed(func() { rows, err = r.h.Inst.Statements.ReadState(ctx, r.h.Inst.Conn) })
+	if err != nil && (sut.IsServerError(err) || sut.IsProtocolError(err)) {
+		// The protocol's own state query failed, or returned what the
+		// suite cannot read (a NULL event_id): its failure, named.
+		r.fail("state query failed", fmt.Sprintf("after %v the state query failed: %v", op, err))
+	}
 	if err != nil {
 		r.t.Fatalf("harness: read state: %v", err)
 	}
