@@ -95,7 +95,7 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 			got.Gen = allowed[0].Out.Gen
 		}
 		err := model.Explain(r.model(), op, got, allowed)
-		detail := fmt.Sprintf("%v", err)
+		detail := fmt.Sprintf("%v", err) + r.idNote(op)
 		r.fail(ruleOf(detail), detail)
 	}
 	if got.Kind == model.Unknown {
@@ -109,6 +109,22 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 	r.countCoverage(op, got)
 	r.observe(op, got, next...)
 	return got
+}
+
+// idNote says, for an outcome sent with an id that is not its row's id in
+// the state query, which id it was: the claim's own, which a protocol may
+// make a per-claim handle, or which a wrong RETURNING made another row's.
+func (r *run) idNote(op model.Op) string {
+	switch op.Kind {
+	case model.Complete, model.Retry, model.Renew:
+	default:
+		return ""
+	}
+	sent := r.claimIDs[model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}]
+	if row := r.ids[op.Event]; sent != row {
+		return fmt.Sprintf(" (it was sent id %s, the id its claim returned; the state query shows %s as id %s)", sent, op.Event, row)
+	}
+	return ""
 }
 
 // observe reads the persisted rows and keeps the model states that match.
