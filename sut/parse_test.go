@@ -70,9 +70,9 @@ func TestParseErrors(t *testing.T) {
 
 		// A line too long to read: the line that is.
 		{"first line too long", strings.Repeat("x", 2<<20) + "\n" + okText, 1,
-			[]string{"line longer than 1048576 bytes"}},
+			[]string{"line too long", "1 MiB"}},
 		{"later line too long", "-- c\n\n--" + strings.Repeat(" ", 2<<20), 3,
-			[]string{"line longer than"}},
+			[]string{"line too long"}},
 
 		// Unknown sections and directives.
 		{"unknown section", okText + "-- name: cleanup\nDELETE FROM t;\n", 10,

@@ -47,7 +47,8 @@ var sectionParams = map[string][]string{
 
 var requiredSections = []string{Schema, Claim, Complete, Retry}
 
-// maxLine is the longest line a protocol file may have, in bytes.
+// maxLine bounds a protocol file's lines: one, with its line end, must fit
+// in this many bytes.
 const maxLine = 1024 * 1024
 
 // Section is one section of a protocol file.
@@ -126,7 +127,7 @@ func Parse(name, file, src string) (*Protocol, error) {
 		}
 	}
 	sc := bufio.NewScanner(strings.NewReader(src))
-	sc.Buffer(make([]byte, maxLine), maxLine)
+	sc.Buffer(nil, maxLine) // grows as needed: most files are a few KiB
 	line := 0
 	for sc.Scan() {
 		line++
@@ -162,7 +163,7 @@ func Parse(name, file, src string) (*Protocol, error) {
 	if err := sc.Err(); err != nil {
 		// The scanner stopped on the line after the last one it read.
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, errAt(line+1, "line longer than %d bytes", maxLine)
+			return nil, errAt(line+1, "line too long (the limit is 1 MiB)")
 		}
 		return nil, errAt(line+1, "read: %v", err)
 	}
