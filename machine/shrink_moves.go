@@ -153,6 +153,47 @@ func (p Program) withoutTransactions() []Program {
 	return out
 }
 
+// withoutClaims are p with one committed claim taken out: an autocommit
+// Claim, or a Begin with the Commit that ends it, together with every
+// outcome sent with that claim (a Complete, Retry or Renew of its event
+// and generation), and the later generations of its event renumbered
+// down, since a row's generation counts the claims committed on it. A
+// stale outcome is found behind a chain of claims and expiries
+// ("Claim -> gen=1; Expire; Claim -> gen=2; Expire; Complete(gen=2)");
+// without its first claim the later steps name a generation that no
+// claim returns, and a replay skips them.
+func (p Program) withoutClaims() []Program {
+	var out []Program
+	for i, s := range p.Steps {
+		if s.Out.Kind != model.Claimed || s.Op.Kind != model.ClaimOp && s.Op.Kind != model.Begin {
+			continue
+		}
+		end := -1
+		if s.Op.Kind == model.Begin {
+			if end = p.txEnd(i); end < 0 || p.Steps[end].Op.Kind != model.Commit {
+				continue // rolled back: it took no generation
+			}
+		}
+		e, g := s.Out.Event, s.Out.Gen
+		c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Clone(p.Steps[:i])}
+		for j := i + 1; j < len(p.Steps); j++ {
+			t := p.Steps[j]
+			if j == end || t.Op.Event == e && t.Op.Gen == g && t.Op.Gen > 0 {
+				continue
+			}
+			if t.Op.Event == e && t.Op.Gen > g {
+				t.Op.Gen--
+			}
+			if t.Out.Kind == model.Claimed && t.Out.Event == e && t.Out.Gen > g {
+				t.Out.Gen--
+			}
+			c.Steps = append(c.Steps, t)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // txEnd is the index of the Commit or Rollback that ends the transaction
 // the Begin at i opened, -1 if it stays open or a Kill ends it (the Kill
 // stays: it may be what the failure needs).
@@ -183,7 +224,8 @@ func (p Program) String() string {
 
 // structural are the candidates of the moves above: every worker and
 // every event taken out with its steps, the first enqueue made part of
-// the setup, every claim transaction taken out.
+// the setup, every claim transaction taken out, every committed claim
+// taken out with its outcomes.
 func (h *Harness) structural(p Program) []Program {
 	var out []Program
 	for _, w := range p.Workers {
@@ -199,7 +241,8 @@ func (h *Harness) structural(p Program) []Program {
 	if c, ok := p.withEnqueueInSetup(); ok {
 		out = append(out, c)
 	}
-	return append(out, p.withoutTransactions()...)
+	out = append(out, p.withoutTransactions()...)
+	return append(out, p.withoutClaims()...)
 }
 
 // allEvents are the setup's events and those the steps enqueue, in order.

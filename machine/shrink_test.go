@@ -181,3 +181,49 @@ setup: 2 workers (w1 w2), events e1
 		t.Errorf("candidates %v, want none", cs)
 	}
 }
+
+func TestWithoutClaims(t *testing.T) {
+	p := mustParse(t, `
+setup: 2 workers (w1 w2), events e1 e2
+  1. w2.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. w1.Begin() -> claimed e1 gen=2
+  4. w1.Commit() -> ok
+  5. w2.Begin() -> claimed e2 gen=1
+  6. w2.Rollback() -> ok
+  7. Expire(e1) -> ok
+  8. w1.Claim() -> claimed e1 gen=3
+  9. w1.Complete(e1, gen=2) -> applied`)
+	cs := p.withoutClaims()
+	if len(cs) != 3 {
+		t.Fatalf("%d candidates, want three: the rolled-back claim took no generation", len(cs))
+	}
+	want(t, p, cs[0], true, `
+setup: 2 workers (w1 w2), events e1 e2
+  1. Expire(e1) -> ok
+  2. w1.Begin() -> claimed e1 gen=1
+  3. w1.Commit() -> ok
+  4. w2.Begin() -> claimed e2 gen=1
+  5. w2.Rollback() -> ok
+  6. Expire(e1) -> ok
+  7. w1.Claim() -> claimed e1 gen=2
+  8. w1.Complete(e1, gen=1) -> applied`)
+	want(t, p, cs[1], true, `
+setup: 2 workers (w1 w2), events e1 e2
+  1. w2.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. w2.Begin() -> claimed e2 gen=1
+  4. w2.Rollback() -> ok
+  5. Expire(e1) -> ok
+  6. w1.Claim() -> claimed e1 gen=2`)
+	want(t, p, cs[2], true, `
+setup: 2 workers (w1 w2), events e1 e2
+  1. w2.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. w1.Begin() -> claimed e1 gen=2
+  4. w1.Commit() -> ok
+  5. w2.Begin() -> claimed e2 gen=1
+  6. w2.Rollback() -> ok
+  7. Expire(e1) -> ok
+  8. w1.Complete(e1, gen=2) -> applied`)
+}
