@@ -15,6 +15,13 @@ import (
 // the harness's Program and Failure describe the smaller program. A Catch
 // whose program cannot be replayed (one with a network fault's step) is
 // returned as it is.
+//
+// A protocol can fail a program only sometimes (one whose claim has no
+// ORDER BY returns rows in the order of the heap, which a vacuum changes
+// between replays): a candidate that failed once may pass the replay that
+// confirms it. Then Minimize goes back along the programs the shrinking
+// kept, each smaller than the one before, to the last that still fails,
+// for at most budget again; if none does, it keeps what rapid found.
 func (h *Harness) Minimize(c Catch, budget time.Duration) Catch {
 	if c.Failure == nil {
 		return c
@@ -24,53 +31,95 @@ func (h *Harness) Minimize(c Catch, budget time.Duration) Catch {
 		return c
 	}
 	start := time.Now()
-	p = h.ShrinkProgram(p, c.Failure.Rule, start.Add(budget))
+	kept := h.shrink(p, c.Failure.Rule, start.Add(budget))
+	for i := len(kept) - 1; i >= 0; i-- {
+		if i < len(kept)-1 && time.Since(start) > 2*budget {
+			break
+		}
+		if v := h.confirm(kept[i], c.Failure.Rule); v != nil {
+			c.Program, c.Failure = h.Program(), v
+			c.Total += time.Since(start)
+			return c
+		}
+	}
+	return c // a flaky protocol: keep what rapid found
+}
+
+// confirm replays p and then the program as printed (the steps a lenient
+// replay skipped gone, the drain run afresh), strictly: the violation when
+// both fail with rule, nil otherwise. Afterwards Program and Failure
+// describe the strict replay.
+func (h *Harness) confirm(p Program, rule string) *Violation {
 	v, err := h.replay(p, true)
 	if err == nil && v != nil {
-		// The program as printed (the steps a lenient replay skipped gone,
-		// the drain run afresh) replays strictly to the same failure.
 		p, err = ParseProgram(h.Program())
 		if err == nil {
 			v, err = h.Replay(p)
 		}
 	}
-	if err != nil || v == nil || !SameRule(v.Rule, c.Failure.Rule) {
-		return c // a flaky protocol: keep what rapid found
+	if err != nil || v == nil || !SameRule(v.Rule, rule) {
+		return nil
 	}
-	c.Program, c.Failure = h.Program(), v
-	c.Total += time.Since(start)
-	return c
+	return v
 }
 
 // ShrinkProgram makes a failing program smaller, keeping each candidate
 // whose replay still fails with the same rule. rapid shrinks the random
 // draws, which for a machine with twenty actions takes a thousand checks
 // and more; a replay costs only the steps it runs. The candidates: fewer
-// steps (delta debugging); the same steps with two events or two workers
-// swapped, so that a later pass can drop the unused one; one or two steps
-// fewer and a swap together; an open claim transaction that commits made
-// an autocommit claim; fewer workers or events. Replays are lenient: a
-// step the machine could not have drawn at its point is skipped. It stops
-// at deadline with the smallest failing program so far.
+// steps (delta debugging); an event or a worker taken out with every step
+// that names it, the first enqueue made part of the setup, a claim
+// transaction taken out, a committed claim taken out with its outcomes
+// and the later generations renumbered (shrink_moves.go); the same steps with two events
+// or two workers swapped, so that a later pass can drop the unused one;
+// one or two steps fewer and a swap together; an open claim transaction
+// that commits made an autocommit claim; fewer workers or events. Replays
+// are lenient: a step the machine could not have drawn at its point is
+// skipped. It stops at deadline with the smallest failing program so far.
 func (h *Harness) ShrinkProgram(p Program, rule string, deadline time.Time) Program {
+	kept := h.shrink(p, rule, deadline)
+	return kept[len(kept)-1]
+}
+
+// shrink is ShrinkProgram, returning p and every program it kept after it,
+// in order, each simpler than the one before.
+//
+// A kept program is the failing candidate as its replay ran it: the steps
+// the lenient replay skipped, and those after the violation, gone, and
+// each step's outcome what the protocol returned in the candidate, not in
+// the program the candidate was made from. The moves that take out an
+// event find its steps by their outcomes.
+func (h *Harness) shrink(p Program, rule string, deadline time.Time) []Program {
+	kept := []Program{p}
 	fails := func(c Program) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
 		v, err := h.replay(c, true)
-		return err == nil && v != nil && SameRule(v.Rule, rule)
+		if err != nil || v == nil || !SameRule(v.Rule, rule) {
+			return false
+		}
+		if ran, err := ParseProgram(h.Program()); err == nil && !c.simplerThan(ran) {
+			c = ran
+		}
+		kept = append(kept, c)
+		return true
 	}
 	for time.Now().Before(deadline) {
-		p.Steps = ddmin(p.Steps, func(steps []Step) bool {
+		n := len(kept)
+		ddmin(p.Steps, func(steps []Step) bool {
 			return fails(Program{Workers: p.Workers, Events: p.Events, Steps: steps})
 		})
-		next, ok := firstFailing(p, h.simpler(p), fails)
-		if !ok {
+		if len(kept) > n {
+			// ddmin ends with the steps it last found failing.
+			p = kept[len(kept)-1]
+		}
+		if _, ok := firstFailing(p, h.simpler(p), fails); !ok {
 			break
 		}
-		p = next
+		p = kept[len(kept)-1]
 	}
-	return p
+	return kept
 }
 
 var eventNames = regexp.MustCompile(`\be[0-9]+\b`)
@@ -125,6 +174,7 @@ func (h *Harness) simpler(p Program) []Program {
 	if len(p.Events) > max(h.Cfg.MinEvents, 1) {
 		out = append(out, Program{Workers: p.Workers, Events: p.Events[:len(p.Events)-1], Steps: p.Steps})
 	}
+	out = append(out, h.structural(p)...)
 	for i, s := range p.Steps {
 		if s.Op.Kind != model.Begin {
 			continue

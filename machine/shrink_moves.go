@@ -1,0 +1,257 @@
+package machine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/outboxlab/outboxlab/model"
+)
+
+// The shrinker's structural moves. Delta debugging takes steps out one
+// chunk at a time, and a swap only renames; neither can take out a whole
+// event or worker whose steps are spread over the program. Those programs
+// were where shrinking stopped: in
+//
+//	setup: 2 workers (w1 w2), events e1 e2
+//	  1. w1.Begin() -> claimed e1 gen=1
+//	  2. w2.Claim() -> claimed e2 gen=1
+//	     -- drain --
+//	  3. w1.Rollback() -> ok
+//	  4. Expire(e2) -> ok
+//	  5. w1.Claim() -> claimed e1 gen=1
+//	  6. w1.Complete(e1, gen=1) -> applied
+//	  7. w1.Claim() -> empty   // model: claimed e2 gen=2
+//
+// the violation is about e2 alone, but no single step can go: without
+// step 1, w2's claim takes e1 and the drain's claim takes e2 out of
+// order, another rule; without e1 in the setup, w1's claim takes e2.
+// Everything e1 is part of has to go at once, e2 named e1 after it.
+//
+// Each move works on the program as it last replayed (ShrinkProgram keeps
+// that form), so a step's recorded outcome is what the protocol returned
+// in that program: "w1.Begin() -> claimed e1" names e1.
+
+// withoutEvent is p without the event e and every step that names it, in
+// its op or in its outcome (a claim that returned it), together with the
+// Commit or Rollback that ends a dropped Begin's transaction; the later
+// events are renamed down, so that the names stay e1..eN in enqueue order
+// as a replay requires. An event of the setup goes only while the setup
+// keeps minEvents (and at least one).
+func (p Program) withoutEvent(e string, minEvents int) (Program, bool) {
+	n := nameNumber(e)
+	if n < 1 || n <= len(p.Events) && len(p.Events) <= max(minEvents, 1) {
+		return Program{}, false
+	}
+	if n > len(p.Events) && !slices.ContainsFunc(p.Steps, func(s Step) bool {
+		return s.Op.Kind == model.Enqueue && s.Op.Event == e
+	}) {
+		return Program{}, false
+	}
+	drop := make([]bool, len(p.Steps))
+	for i, s := range p.Steps {
+		if s.Op.Event == e || s.Out.Kind == model.Claimed && s.Out.Event == e {
+			drop[i] = true
+			if s.Op.Kind == model.Begin {
+				if j := p.txEnd(i); j >= 0 {
+					drop[j] = true
+				}
+			}
+		}
+	}
+	down := func(name string) string {
+		if k := nameNumber(name); k > n {
+			return eventName(k - 2)
+		}
+		return name
+	}
+	c := Program{Workers: p.Workers, Events: p.Events}
+	if n <= len(p.Events) {
+		c.Events = p.Events[:len(p.Events)-1]
+	}
+	for i, s := range p.Steps {
+		if drop[i] {
+			continue
+		}
+		if s.Op.Event != "" {
+			s.Op.Event = down(s.Op.Event)
+		}
+		if s.Out.Event != "" {
+			s.Out.Event = down(s.Out.Event)
+		}
+		c.Steps = append(c.Steps, s)
+	}
+	return c, true
+}
+
+// withoutWorker is p without every step the worker w takes, and without w
+// itself while the setup keeps minWorkers: the later workers are renamed
+// down (w3 becomes w2), as parseSetup requires. A worker's steps are as
+// spread out as an event's, and one taken out alone may leave the others
+// unreplayable (a Complete of a claim never made) or change what they do.
+// With the setup at minWorkers, the steps alone go, when w has any.
+func (p Program) withoutWorker(w string, minWorkers int) (Program, bool) {
+	n := nameNumber(w)
+	if n < 1 || n > len(p.Workers) {
+		return Program{}, false
+	}
+	c := Program{Workers: p.Workers, Events: p.Events}
+	rename := len(p.Workers) > minWorkers
+	if rename {
+		c.Workers = p.Workers[:len(p.Workers)-1]
+	}
+	for _, s := range p.Steps {
+		if s.Op.Worker == w {
+			continue
+		}
+		if k := nameNumber(s.Op.Worker); rename && k > n {
+			s.Op.Worker = workerName(k - 2)
+		}
+		c.Steps = append(c.Steps, s)
+	}
+	if !rename && len(c.Steps) == len(p.Steps) {
+		return Program{}, false
+	}
+	return c, true
+}
+
+// withEnqueueInSetup is p with its first Enqueue step made an event of
+// the setup: the same row, there from the start, one step fewer. A
+// program whose failure needs a second row found it by enqueueing
+// ("Enqueue(e2); w1.Claim(); [drain] Expire(e1); w1.Claim() -> claimed
+// e2"), and no other move turns that into the setup with two events.
+// The events stay e1..eN: the first Enqueue step always names the event
+// after the setup's.
+func (p Program) withEnqueueInSetup() (Program, bool) {
+	i := slices.IndexFunc(p.Steps, func(s Step) bool { return s.Op.Kind == model.Enqueue })
+	if i < 0 {
+		return Program{}, false
+	}
+	c := Program{Workers: p.Workers, Events: append(slices.Clip(p.Events), p.Steps[i].Op.Event)}
+	c.Steps = slices.Delete(slices.Clone(p.Steps), i, i+1)
+	return c, true
+}
+
+// withoutTransactions are p with one claim transaction taken out: each
+// Begin together with the Commit or Rollback that ends it. Delta
+// debugging takes out neighbouring steps only, and a Begin taken out
+// alone leaves its end unreplayable while the end taken out alone leaves
+// the transaction open into the drain; the pair rarely stands together.
+func (p Program) withoutTransactions() []Program {
+	var out []Program
+	for i, s := range p.Steps {
+		if s.Op.Kind != model.Begin {
+			continue
+		}
+		j := p.txEnd(i)
+		if j < 0 {
+			continue
+		}
+		steps := slices.Delete(slices.Clone(p.Steps), j, j+1)
+		out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(steps, i, i+1)})
+	}
+	return out
+}
+
+// withoutClaims are p with one committed claim taken out: an autocommit
+// Claim, or a Begin with the Commit that ends it, together with every
+// outcome sent with that claim (a Complete, Retry or Renew of its event
+// and generation), and the later generations of its event renumbered
+// down, since a row's generation counts the claims committed on it. A
+// stale outcome is found behind a chain of claims and expiries
+// ("Claim -> gen=1; Expire; Claim -> gen=2; Expire; Complete(gen=2)");
+// without its first claim the later steps name a generation that no
+// claim returns, and a replay skips them.
+func (p Program) withoutClaims() []Program {
+	var out []Program
+	for i, s := range p.Steps {
+		if s.Out.Kind != model.Claimed || s.Op.Kind != model.ClaimOp && s.Op.Kind != model.Begin {
+			continue
+		}
+		end := -1
+		if s.Op.Kind == model.Begin {
+			if end = p.txEnd(i); end < 0 || p.Steps[end].Op.Kind != model.Commit {
+				continue // rolled back: it took no generation
+			}
+		}
+		e, g := s.Out.Event, s.Out.Gen
+		c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Clone(p.Steps[:i])}
+		for j := i + 1; j < len(p.Steps); j++ {
+			t := p.Steps[j]
+			if j == end || t.Op.Event == e && t.Op.Gen == g && t.Op.Gen > 0 {
+				continue
+			}
+			if t.Op.Event == e && t.Op.Gen > g {
+				t.Op.Gen--
+			}
+			if t.Out.Kind == model.Claimed && t.Out.Event == e && t.Out.Gen > g {
+				t.Out.Gen--
+			}
+			c.Steps = append(c.Steps, t)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// txEnd is the index of the Commit or Rollback that ends the transaction
+// the Begin at i opened, -1 if it stays open or a Kill ends it (the Kill
+// stays: it may be what the failure needs).
+func (p Program) txEnd(i int) int {
+	w := p.Steps[i].Op.Worker
+	for j := i + 1; j < len(p.Steps); j++ {
+		switch o := p.Steps[j].Op; {
+		case o.Worker != w:
+		case o.Kind == model.Commit || o.Kind == model.Rollback:
+			return j
+		case o.Kind == model.Kill:
+			return -1
+		}
+	}
+	return -1
+}
+
+// String prints p as the machine prints a program's setup and steps (no
+// drain, no violation): what ParseProgram reads back.
+func (p Program) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "setup: %d workers (%s), events %s", len(p.Workers), strings.Join(p.Workers, " "), strings.Join(p.Events, " "))
+	for i, s := range p.Steps {
+		fmt.Fprintf(&b, "\n%3d. %s", i+1, model.FormatStep(s.Op, s.Out))
+	}
+	return b.String()
+}
+
+// structural are the candidates of the moves above: every worker and
+// every event taken out with its steps, the first enqueue made part of
+// the setup, every claim transaction taken out, every committed claim
+// taken out with its outcomes.
+func (h *Harness) structural(p Program) []Program {
+	var out []Program
+	for _, w := range p.Workers {
+		if c, ok := p.withoutWorker(w, h.Cfg.MinWorkers); ok {
+			out = append(out, c)
+		}
+	}
+	for _, e := range p.allEvents() {
+		if c, ok := p.withoutEvent(e, h.Cfg.MinEvents); ok {
+			out = append(out, c)
+		}
+	}
+	if c, ok := p.withEnqueueInSetup(); ok {
+		out = append(out, c)
+	}
+	out = append(out, p.withoutTransactions()...)
+	return append(out, p.withoutClaims()...)
+}
+
+// allEvents are the setup's events and those the steps enqueue, in order.
+func (p Program) allEvents() []string {
+	events := slices.Clone(p.Events)
+	for _, s := range p.Steps {
+		if s.Op.Kind == model.Enqueue {
+			events = append(events, s.Op.Event)
+		}
+	}
+	return events
+}

@@ -1,0 +1,229 @@
+package machine
+
+import (
+	"strings"
+	"testing"
+)
+
+func mustParse(t *testing.T, text string) Program {
+	t.Helper()
+	p, err := ParseProgram(strings.Split(strings.TrimSpace(text), "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// want compares a candidate with the program text it should be, and
+// checks that it is simpler than the program it came from (the shrinker
+// keeps only those, so that it ends) and that it reads back as it prints.
+func want(t *testing.T, from, got Program, ok bool, text string) {
+	t.Helper()
+	if !ok {
+		t.Fatalf("no candidate, want\n%s", text)
+	}
+	text = strings.TrimSpace(text)
+	if got.String() != text {
+		t.Errorf("got\n%s\nwant\n%s", got, text)
+	}
+	if !got.simplerThan(from) {
+		t.Errorf("candidate\n%s\nis not simpler than\n%s", got, from)
+	}
+	if back := mustParse(t, got.String()); back.String() != got.String() {
+		t.Errorf("reads back as\n%s", back)
+	}
+}
+
+// The program shrinking used to stop at: the violation is about e2, and
+// only e1 taken out with every step that names it (w1's Begin, which
+// claimed it, and the Rollback that ends that Begin's transaction, here
+// in the drain and not part of the program) lets it go further.
+const stuck = `
+setup: 2 workers (w1 w2), events e1 e2
+  1. w1.Begin() -> claimed e1 gen=1
+  2. w2.Claim() -> claimed e2 gen=1
+     -- drain --
+  3. w1.Rollback() -> ok
+  4. Expire(e2) -> ok
+  5. w1.Claim() -> claimed e1 gen=1
+  6. w1.Complete(e1, gen=1) -> applied
+  7. w1.Claim() -> empty   // model: claimed e2 gen=2
+   ^ violation: w1.Claim() -> empty: claim returned nothing while e2 is claimable (stranded row)
+`
+
+func TestWithoutEventStuck(t *testing.T) {
+	p := mustParse(t, stuck)
+	c, ok := p.withoutEvent("e1", 1)
+	want(t, p, c, ok, `
+setup: 2 workers (w1 w2), events e1
+  1. w2.Claim() -> claimed e1 gen=1`)
+	// w2's steps go with it; the setup keeps its two workers (the
+	// machine's minimum), and a swap then names the claimer w1.
+	c2, ok := c.withoutWorker("w2", 2)
+	want(t, c, c2, ok, `setup: 2 workers (w1 w2), events e1`)
+	if _, ok := c2.withoutWorker("w2", 2); ok {
+		t.Error("a worker with no steps, at the minimum, is no candidate")
+	}
+	if _, ok := c.withoutEvent("e1", 1); ok {
+		t.Error("the setup's last event taken out")
+	}
+}
+
+const mixed = `
+setup: 3 workers (w1 w2 w3), events e1 e2
+  1. w1.Begin() -> claimed e1 gen=1
+  2. w3.Claim() -> claimed e2 gen=1
+  3. Enqueue(e3) -> ok
+  4. w1.Rollback() -> ok
+  5. w2.Claim() -> claimed e1 gen=1
+  6. w2.Complete(e1, gen=1) -> applied
+  7. Expire(e2) -> ok
+  8. w3.Retry(e2, gen=1) -> applied
+  9. w1.Claim() -> claimed e3 gen=1
+`
+
+func TestWithoutEvent(t *testing.T) {
+	p := mustParse(t, mixed)
+	c, ok := p.withoutEvent("e1", 1)
+	want(t, p, c, ok, `
+setup: 3 workers (w1 w2 w3), events e1
+  1. w3.Claim() -> claimed e1 gen=1
+  2. Enqueue(e2) -> ok
+  3. Expire(e1) -> ok
+  4. w3.Retry(e1, gen=1) -> applied
+  5. w1.Claim() -> claimed e2 gen=1`)
+	c, ok = p.withoutEvent("e3", 1)
+	want(t, p, c, ok, `
+setup: 3 workers (w1 w2 w3), events e1 e2
+  1. w1.Begin() -> claimed e1 gen=1
+  2. w3.Claim() -> claimed e2 gen=1
+  3. w1.Rollback() -> ok
+  4. w2.Claim() -> claimed e1 gen=1
+  5. w2.Complete(e1, gen=1) -> applied
+  6. Expire(e2) -> ok
+  7. w3.Retry(e2, gen=1) -> applied`)
+	if _, ok := p.withoutEvent("e1", 2); ok {
+		t.Error("an event of a setup at MinEvents taken out")
+	}
+	if _, ok := p.withoutEvent("e4", 1); ok {
+		t.Error("an event the program never has taken out")
+	}
+}
+
+func TestWithoutWorker(t *testing.T) {
+	p := mustParse(t, mixed)
+	c, ok := p.withoutWorker("w2", 2)
+	want(t, p, c, ok, `
+setup: 2 workers (w1 w2), events e1 e2
+  1. w1.Begin() -> claimed e1 gen=1
+  2. w2.Claim() -> claimed e2 gen=1
+  3. Enqueue(e3) -> ok
+  4. w1.Rollback() -> ok
+  5. Expire(e2) -> ok
+  6. w2.Retry(e2, gen=1) -> applied
+  7. w1.Claim() -> claimed e3 gen=1`)
+	c, ok = p.withoutWorker("w2", 3)
+	want(t, p, c, ok, `
+setup: 3 workers (w1 w2 w3), events e1 e2
+  1. w1.Begin() -> claimed e1 gen=1
+  2. w3.Claim() -> claimed e2 gen=1
+  3. Enqueue(e3) -> ok
+  4. w1.Rollback() -> ok
+  5. Expire(e2) -> ok
+  6. w3.Retry(e2, gen=1) -> applied
+  7. w1.Claim() -> claimed e3 gen=1`)
+}
+
+func TestWithEnqueueInSetup(t *testing.T) {
+	p := mustParse(t, mixed)
+	c, ok := p.withEnqueueInSetup()
+	want(t, p, c, ok, `
+setup: 3 workers (w1 w2 w3), events e1 e2 e3
+  1. w1.Begin() -> claimed e1 gen=1
+  2. w3.Claim() -> claimed e2 gen=1
+  3. w1.Rollback() -> ok
+  4. w2.Claim() -> claimed e1 gen=1
+  5. w2.Complete(e1, gen=1) -> applied
+  6. Expire(e2) -> ok
+  7. w3.Retry(e2, gen=1) -> applied
+  8. w1.Claim() -> claimed e3 gen=1`)
+	if p.Events[len(p.Events)-1] != "e2" || len(p.Steps) != 9 {
+		t.Errorf("the program the candidate came from changed:\n%s", p)
+	}
+	if _, ok := c.withEnqueueInSetup(); ok {
+		t.Error("a program without an Enqueue step")
+	}
+}
+
+func TestWithoutTransactions(t *testing.T) {
+	p := mustParse(t, mixed)
+	cs := p.withoutTransactions()
+	if len(cs) != 1 {
+		t.Fatalf("%d candidates, want the one Begin with its Rollback", len(cs))
+	}
+	want(t, p, cs[0], true, `
+setup: 3 workers (w1 w2 w3), events e1 e2
+  1. w3.Claim() -> claimed e2 gen=1
+  2. Enqueue(e3) -> ok
+  3. w2.Claim() -> claimed e1 gen=1
+  4. w2.Complete(e1, gen=1) -> applied
+  5. Expire(e2) -> ok
+  6. w3.Retry(e2, gen=1) -> applied
+  7. w1.Claim() -> claimed e3 gen=1`)
+	// A Begin whose transaction a Kill ends, or that stays open into the
+	// drain, has no end to go with it.
+	open := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Begin() -> claimed e1 gen=1
+  2. w1.Kill() -> ok
+  3. w2.Begin() -> empty`)
+	if cs := open.withoutTransactions(); len(cs) != 0 {
+		t.Errorf("candidates %v, want none", cs)
+	}
+}
+
+func TestWithoutClaims(t *testing.T) {
+	p := mustParse(t, `
+setup: 2 workers (w1 w2), events e1 e2
+  1. w2.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. w1.Begin() -> claimed e1 gen=2
+  4. w1.Commit() -> ok
+  5. w2.Begin() -> claimed e2 gen=1
+  6. w2.Rollback() -> ok
+  7. Expire(e1) -> ok
+  8. w1.Claim() -> claimed e1 gen=3
+  9. w1.Complete(e1, gen=2) -> applied`)
+	cs := p.withoutClaims()
+	if len(cs) != 3 {
+		t.Fatalf("%d candidates, want three: the rolled-back claim took no generation", len(cs))
+	}
+	want(t, p, cs[0], true, `
+setup: 2 workers (w1 w2), events e1 e2
+  1. Expire(e1) -> ok
+  2. w1.Begin() -> claimed e1 gen=1
+  3. w1.Commit() -> ok
+  4. w2.Begin() -> claimed e2 gen=1
+  5. w2.Rollback() -> ok
+  6. Expire(e1) -> ok
+  7. w1.Claim() -> claimed e1 gen=2
+  8. w1.Complete(e1, gen=1) -> applied`)
+	want(t, p, cs[1], true, `
+setup: 2 workers (w1 w2), events e1 e2
+  1. w2.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. w2.Begin() -> claimed e2 gen=1
+  4. w2.Rollback() -> ok
+  5. Expire(e1) -> ok
+  6. w1.Claim() -> claimed e1 gen=2`)
+	want(t, p, cs[2], true, `
+setup: 2 workers (w1 w2), events e1 e2
+  1. w2.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. w1.Begin() -> claimed e1 gen=2
+  4. w1.Commit() -> ok
+  5. w2.Begin() -> claimed e2 gen=1
+  6. w2.Rollback() -> ok
+  7. Expire(e1) -> ok
+  8. w1.Complete(e1, gen=2) -> applied`)
+}
