@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/search"
 )
 
 // baselineClass is one of the article's failures of the baseline, searched
@@ -98,7 +99,7 @@ func TestBaselineShrinksToMinimal(t *testing.T) {
 				cfg.MinEvents, cfg.MaxEvents = c.events, c.events
 			}
 			h := harness(t, "baseline", cfg)
-			catch := h.Minimize(machine.Measure("baseline/"+c.name, h, h.IsolatedCheck(c.iso)), shrinkBudget)
+			catch := search.On(h).Minimize(search.Measure("baseline/"+c.name, h, h.IsolatedCheck(c.iso)), shrinkBudget)
 			if !catch.Caught || catch.Failure == nil {
 				t.Fatalf("the state machine did not catch the baseline's %s:\n%s", c.name, catch.Report)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/model"
 	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/search"
 	"github.com/outboxlab/outboxlab/sut"
 )
 
@@ -98,7 +99,7 @@ func TestFaultOnlyMutants(t *testing.T) {
 			calm := machine.Default()
 			calm.Faults = false
 			h := harness(t, m.file, calm)
-			tb := machine.NewRecordingTB(t.Name() + "/calm")
+			tb := search.NewRecordingTB(t.Name() + "/calm")
 			if !tb.RunCheck(h) {
 				t.Fatalf("fails without faults, so it is no fault-only mutant: %s", firstLine(tb.Errors()))
 			}
@@ -110,7 +111,7 @@ func TestFaultOnlyMutants(t *testing.T) {
 			cfg := machine.Default()
 			cfg.Actions = m.actions
 			h = harness(t, m.file, cfg)
-			tb = machine.NewRecordingTB(t.Name() + "/faults")
+			tb = search.NewRecordingTB(t.Name() + "/faults")
 			if tb.RunCheck(h) {
 				t.Fatal("passed with faults")
 			}

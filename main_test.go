@@ -52,7 +52,7 @@ func install(t testing.TB, protocol string) *sut.Instance {
 // meaningless (counterexamples are kept as programs in
 // testdata/regressions), and no rapid shrinking, which with every action
 // enabled takes thousands of checks and still leaves tens of steps, where
-// Harness.Minimize shrinks the printed program by replaying it. The
+// search.Searcher.Minimize shrinks the printed program by replaying it. The
 // command line and the RAPID_ variables still win.
 func searchFromScratch() {
 	for name, value := range map[string]string{"rapid.nofailfile": "true", "rapid.shrinktime": "0s"} {

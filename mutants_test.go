@@ -15,6 +15,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/scenarios"
+	"github.com/outboxlab/outboxlab/search"
 )
 
 // The mutation catalogue: each file in testdata/mutants is the leased
@@ -221,7 +222,7 @@ func measureProtocol(t *testing.T, m protocolFile, cfg machine.Config, seed *uin
 		setRapidFlag(t, "rapid.seed", fmt.Sprint(*seed))
 	}
 	h := harness(t, m.path, cfg)
-	c := h.Minimize(machine.Measure(t.Name(), h, h.Check), shrinkBudget)
+	c := search.On(h).Minimize(search.Measure(t.Name(), h, h.Check), shrinkBudget)
 	if c.Caught && c.Failure == nil {
 		t.Fatalf("the state machine failed without a violation (a harness error):\n%s", c.Report)
 	}
@@ -325,7 +326,7 @@ func writeMutantsTable(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured by `OUTBOXLAB_WRITE_TABLE=1 go test -run TestMutantsCaught -timeout 30m .` "+
 		"on %d cores (load average %s when it ended), one protocol at a time, once per rapid seed %v. "+
-		"Budget: the default (`machine.Default()`, %d checks) without faults; rapid finds, and Harness.Minimize shrinks the program it found. "+
+		"Budget: the default (`machine.Default()`, %d checks) without faults; rapid finds, and search.Searcher.Minimize shrinks the program it found. "+
 		"*Checks* and *time to catch* run to the first failing check: the median over the seeds, then the range or the slowest; "+
 		"*shrunk in* runs from there to the shrunk counterexample (rapid's reproduction of the failure included); "+
 		"*steps* counts the shrunk counterexample's steps, the drain's included.\n\n",

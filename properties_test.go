@@ -6,6 +6,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/search"
 	"pgregory.net/rapid"
 )
 
@@ -53,7 +54,7 @@ func TestLeasedStateMachine(t *testing.T) {
 // counterexample and shrink it to at most six steps, the drain's included.
 func TestBaselineFailsStateMachine(t *testing.T) {
 	h := harness(t, "baseline", machine.Default())
-	c := h.Search(t.Name(), 0)
+	c := search.On(h).Search(t.Name(), 0)
 	if !c.Caught || c.Failure == nil {
 		t.Fatalf("the state machine passed the baseline (or failed without a violation: %s)", c.Report)
 	}

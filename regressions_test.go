@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/search"
 )
 
 // regressionDir keeps every counterexample the suite has found in a real
@@ -130,7 +131,7 @@ func readRegression(file string) (regression, error) {
 // keepRegression writes a counterexample to testdata/regressions when
 // OUTBOXLAB_WRITE_REGRESSIONS=1; passes lists the protocols that must
 // pass the same program.
-func keepRegression(t *testing.T, name, protocol string, passes []string, c machine.Catch) {
+func keepRegression(t *testing.T, name, protocol string, passes []string, c search.Catch) {
 	t.Helper()
 	if os.Getenv("OUTBOXLAB_WRITE_REGRESSIONS") != "1" || c.Failure == nil {
 		return
@@ -167,14 +168,14 @@ func lastStep(program []string) string {
 // meaningless. Fail files are not written either; the counterexamples are
 // kept as programs in testdata/regressions. rapid's own shrinking is off:
 // with every action enabled it needs a thousand checks and more and still
-// leaves tens of steps, where Harness.Minimize shrinks the printed program
+// leaves tens of steps, where search.Searcher.Minimize shrinks the printed program
 // by replaying it, in a second or two.
 func honestSearch(t *testing.T) {
 	setRapidFlag(t, "rapid.nofailfile", "true")
 	setRapidFlag(t, "rapid.shrinktime", "0s")
 }
 
-// shrinkBudget bounds Harness.Minimize.
+// shrinkBudget bounds search.Searcher.Minimize.
 const shrinkBudget = 20 * time.Second
 
 // setRapidFlag sets one of rapid's flags for the rest of the test (rapid

@@ -10,6 +10,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/search"
 	"github.com/outboxlab/outboxlab/sut"
 	"pgregory.net/rapid"
 )
@@ -74,7 +75,7 @@ func RunChecks(h *machine.Harness, n int, seed uint64, prop func(*rapid.T)) erro
 
 // runChecks is one rapid.Check of prop, with the flags set by withRapid.
 func runChecks(h *machine.Harness, prop func(*rapid.T)) error {
-	tb := machine.NewRecordingTB("outboxlab-bench")
+	tb := search.NewRecordingTB("outboxlab-bench")
 	if !check(tb, prop) {
 		return fmt.Errorf("state machine failed on %s: %s", h.Inst.Proto.Name, firstLine(tb.Errors()))
 	}
@@ -87,7 +88,7 @@ type Counterexample struct {
 	// Find is the time to the end of the first failing check.
 	Find time.Duration
 	// Minimal is the time from there until the search returned its minimal
-	// counterexample (Harness.Search: replay-based shrinking, which stops
+	// counterexample (search.Searcher.Search: replay-based shrinking, which stops
 	// when no smaller program fails).
 	Minimal time.Duration
 	Steps   int // of the minimal program
@@ -102,7 +103,7 @@ func FindAndShrink(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config,
 	var out Counterexample
 	err := withRapid(100, seed, func() error {
 		start := time.Now()
-		c := h.Search("outboxlab-bench", 0)
+		c := search.On(h).Search("outboxlab-bench", 0)
 		total := time.Since(start)
 		switch {
 		case !c.Caught:

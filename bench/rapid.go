@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/search"
 	"pgregory.net/rapid"
 )
 
@@ -58,7 +58,7 @@ func withRapid(checks int, seed uint64, f func() error) error {
 
 // check runs rapid.Check on prop outside `go test` and reports whether the
 // property held; tb holds what rapid reported.
-func check(tb *machine.RecordingTB, prop func(*rapid.T)) (passed bool) {
+func check(tb *search.RecordingTB, prop func(*rapid.T)) (passed bool) {
 	defer func() {
 		// A failing Check ends with tb.FailNow's panic.
 		if r := recover(); r != nil && !tb.Failed() {

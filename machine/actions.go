@@ -99,7 +99,7 @@ func (r *run) enqueue(t *rapid.T) {
 	if r.nextEvent >= r.h.Cfg.MaxEvents {
 		t.Skip("enough events")
 	}
-	e := eventName(r.nextEvent)
+	e := EventName(r.nextEvent)
 	r.nextEvent++
 	r.exec(model.Op{Kind: model.Enqueue, Event: e}, func() model.Outcome { return r.runEnqueue(e) })
 }

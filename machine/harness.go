@@ -137,9 +137,9 @@ func (h *Harness) Stats() (checks, steps int, elapsed time.Duration) {
 // Check is one rapid check: reset, a random program, then the drain.
 func (h *Harness) Check(t *rapid.T) { h.IsolatedCheck(Isolate{})(t) }
 
-func workerName(i int) string { return fmt.Sprintf("w%d", i+1) }
+func WorkerName(i int) string { return fmt.Sprintf("w%d", i+1) }
 
-func eventName(i int) string { return fmt.Sprintf("e%d", i+1) }
+func EventName(i int) string { return fmt.Sprintf("e%d", i+1) }
 
 // begin prepares a check: the pool in a known state, the tables reset to
 // the drawn number of events, the model in step.
@@ -152,7 +152,7 @@ func (h *Harness) begin(t *rapid.T) *run {
 	nEvents := rapid.IntRange(h.Cfg.MinEvents, h.Cfg.MaxEvents).Draw(t, "events")
 	r := &run{h: h, t: t, ids: map[string]string{}, claimIDs: map[model.Claim]string{}, dead: map[string]bool{}}
 	for i := 0; i < nWorkers; i++ {
-		r.workers = append(r.workers, workerName(i))
+		r.workers = append(r.workers, WorkerName(i))
 	}
 	if err := h.preparePool(r.workers); err != nil {
 		t.Fatalf("harness: %v", err)
@@ -160,8 +160,8 @@ func (h *Harness) begin(t *rapid.T) *run {
 	var events []string
 	state := model.New(h.Inst.Proto.Order)
 	for i := 0; i < nEvents; i++ {
-		events = append(events, eventName(i))
-		state = state.Step(model.Op{Kind: model.Enqueue, Event: eventName(i)})[0].Next
+		events = append(events, EventName(i))
+		state = state.Step(model.Op{Kind: model.Enqueue, Event: EventName(i)})[0].Next
 	}
 	r.nextEvent = nEvents
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -13,139 +13,6 @@ import (
 	"pgregory.net/rapid"
 )
 
-// Program is a counterexample as the machine prints it, read back: the
-// setup, and the steps the random part of the check ran. The drain's steps
-// are not kept: the drain is the same for every check, and a replay runs it
-// again after the steps.
-type Program struct {
-	Workers []string
-	Events  []string
-	Steps   []Step
-}
-
-// Step is one numbered line: the op and what the protocol returned when
-// the program was recorded.
-type Step struct {
-	Op  model.Op
-	Out model.Outcome
-}
-
-const drainMarker = "-- drain --"
-
-// isStepLine reports whether a program line is a numbered step
-// ("  3. w1.Claim() -> empty").
-func isStepLine(l string) bool { return len(l) > 4 && l[3] == '.' }
-
-// ParseProgram reads a program printed by the machine (Harness.Program):
-//
-//	setup: 2 workers (w1 w2), events e1
-//	  1. w1.Claim() -> claimed e1 gen=1
-//	     -- drain --
-//	  2. Expire(e1) -> ok
-//	  3. w1.Claim() -> empty   // model: claimed e1 gen=2
-//	   ^ violation: ...
-//
-// Lines starting with '#' and blank lines are skipped; a step's trailing
-// "   // ..." comment is dropped.
-func ParseProgram(lines []string) (Program, error) {
-	var p Program
-	setup, drained := false, false
-	for i, line := range lines {
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case trimmed == "", strings.HasPrefix(trimmed, "#"):
-			continue
-		case strings.HasPrefix(trimmed, violationPrefix):
-			// A step that failed in the worker (blocked, a server error) is
-			// not printed as a numbered line: the violation names it.
-			if op, ok := unloggedOp(trimmed); ok && setup && !drained {
-				p.Steps = append(p.Steps, Step{Op: op, Out: model.Outcome{Kind: model.Unknown}})
-			}
-		case strings.HasPrefix(trimmed, "setup:"):
-			if setup {
-				return p, fmt.Errorf("line %d: a second setup line", i+1)
-			}
-			var err error
-			if p.Workers, p.Events, err = parseSetup(trimmed); err != nil {
-				return p, fmt.Errorf("line %d: %w", i+1, err)
-			}
-			setup = true
-		case trimmed == drainMarker:
-			drained = true
-		case isStepLine(line):
-			if !setup {
-				return p, fmt.Errorf("line %d: a step before the setup line", i+1)
-			}
-			if drained {
-				continue
-			}
-			text := strings.TrimSpace(line[4:])
-			if j := strings.Index(text, "   //"); j >= 0 {
-				comment := text[j:]
-				if strings.Contains(comment, ActRequestLost) || strings.Contains(comment, ActReplyLost) {
-					return p, fmt.Errorf("line %d: a network fault's step cannot be replayed", i+1)
-				}
-				text = text[:j]
-			}
-			op, out, err := model.ParseStep(text)
-			if err != nil {
-				return p, fmt.Errorf("line %d: %w", i+1, err)
-			}
-			p.Steps = append(p.Steps, Step{Op: op, Out: out})
-		default:
-			return p, fmt.Errorf("line %d: not a program line: %q", i+1, line)
-		}
-	}
-	if !setup {
-		return p, fmt.Errorf("no setup line")
-	}
-	return p, nil
-}
-
-const violationPrefix = "^ violation: "
-
-// unloggedOp reads the step a violation line starts with when that step
-// failed before its line was printed: "^ violation: w2.Begin() blocked for
-// 2s: ...". A violation of a printed step repeats it with its outcome
-// ("w1.Claim() -> empty: ..."), and one of the persisted rows names none.
-func unloggedOp(line string) (model.Op, bool) {
-	text := strings.TrimPrefix(line, violationPrefix)
-	i := strings.Index(text, ") ")
-	if i < 0 || strings.HasPrefix(text[i+1:], " -> ") {
-		return model.Op{}, false
-	}
-	op, err := model.ParseOp(text[:i+1])
-	return op, err == nil
-}
-
-// parseSetup reads "setup: 2 workers (w1 w2), events e1 e2".
-func parseSetup(line string) (workers, events []string, err error) {
-	var n int
-	rest, ok := strings.CutPrefix(line, "setup: ")
-	if _, scanErr := fmt.Sscanf(rest, "%d workers (", &n); !ok || scanErr != nil {
-		return nil, nil, fmt.Errorf("want \"setup: N workers (w1 ...), events e1 ...\", got %q", line)
-	}
-	names, evs, ok := strings.Cut(rest[strings.Index(rest, "(")+1:], "), events ")
-	if !ok {
-		return nil, nil, fmt.Errorf("want \"setup: N workers (w1 ...), events e1 ...\", got %q", line)
-	}
-	workers, events = strings.Fields(names), strings.Fields(evs)
-	for i, w := range workers {
-		if w != workerName(i) {
-			return nil, nil, fmt.Errorf("worker %d is %q, want %q", i+1, w, workerName(i))
-		}
-	}
-	for i, e := range events {
-		if e != eventName(i) {
-			return nil, nil, fmt.Errorf("event %d is %q, want %q", i+1, e, eventName(i))
-		}
-	}
-	if len(workers) != n || len(events) == 0 {
-		return nil, nil, fmt.Errorf("setup %q: %d workers named, %d events", line, len(workers), len(events))
-	}
-	return workers, events, nil
-}
-
 // Replay runs p against the harness's protocol once, deterministically:
 // the same setup, the same steps, each checked against the model and the
 // persisted rows exactly as in a check, then the drain. It returns the
@@ -153,6 +20,11 @@ func parseSetup(line string) (workers, events []string, err error) {
 // cannot be replayed at all (a step the model does not allow to run).
 // Afterwards Program and Failure describe the replay.
 func (h *Harness) Replay(p Program) (*Violation, error) { return h.replay(p, false) }
+
+// ReplayLenient is Replay that skips the steps the machine could not have
+// drawn at their point instead of refusing the program: what a shrinker
+// wants of a program with steps taken out.
+func (h *Harness) ReplayLenient(p Program) (*Violation, error) { return h.replay(p, true) }
 
 // replay is Replay; a lenient replay skips the steps the machine could not
 // have drawn at their point instead of refusing the program, which is what
@@ -250,8 +122,8 @@ func (r *run) canReplay(op model.Op) error {
 	s := r.model()
 	switch op.Kind {
 	case model.Enqueue:
-		if op.Event != eventName(r.nextEvent) || r.nextEvent >= r.h.Cfg.MaxEvents {
-			return fmt.Errorf("the next event is %s, at most %d", eventName(r.nextEvent), r.h.Cfg.MaxEvents)
+		if op.Event != EventName(r.nextEvent) || r.nextEvent >= r.h.Cfg.MaxEvents {
+			return fmt.Errorf("the next event is %s, at most %d", EventName(r.nextEvent), r.h.Cfg.MaxEvents)
 		}
 	case model.ClaimOp, model.Begin:
 		if !r.running(w) || r.inTx(w) {

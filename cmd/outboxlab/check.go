@@ -13,6 +13,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/search"
 	"github.com/outboxlab/outboxlab/sut"
 )
 
@@ -147,7 +148,7 @@ func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f ch
 	}
 	stop := showProgress(h, inst.Proto.Name, f.checks, stderr)
 	start := time.Now()
-	c := h.Search("outboxlab check "+inst.Proto.Name, f.shrink)
+	c := search.On(h).Search("outboxlab check "+inst.Proto.Name, f.shrink)
 	stop()
 	checks, steps, _ := h.Stats()
 	res.Checks, res.Steps, res.Seconds = checks, steps, time.Since(start).Seconds()

@@ -1,4 +1,4 @@
-package machine
+package search
 
 import (
 	"flag"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/outboxlab/outboxlab/machine"
 )
 
 // Search runs rapid.Check of h.Check with a recording TB named name. It
@@ -19,11 +21,11 @@ import (
 //
 // rapid's flags must be usable: under go test, or after testing.Init and
 // flag parsing. It restores the flags it changes.
-func (h *Harness) Search(name string, shrink time.Duration) Catch {
+func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	shrinkTime := flag.CommandLine.Lookup("rapid.shrinktime").Value.String()
 	defer setRapidFlag("rapid.shrinktime", shrinkTime)
 	setRapidFlag("rapid.shrinktime", "0s")
-	c := Measure(name, h, h.Check)
+	c := Measure(name, h.Harness, h.Check)
 	if !c.Caught || c.Failure == nil {
 		return c
 	}
@@ -37,7 +39,7 @@ func (h *Harness) Search(name string, shrink time.Duration) Catch {
 	// run reported earlier): it is still a real, and replayable, failure.
 	if p, err := ParseProgram(withoutFaultSteps(c.Program)); err == nil {
 		// Lenient: a step that only a dropped one made possible is skipped.
-		if v, err := h.replay(p, true); err == nil && v != nil {
+		if v, err := h.ReplayLenient(p); err == nil && v != nil {
 			return h.minimizeFound(c, Catch{Caught: true, Program: h.Program(), Failure: v})
 		}
 	}
@@ -53,7 +55,7 @@ func (h *Harness) Search(name string, shrink time.Duration) Catch {
 		setRapidFlag("rapid.checks", checks)
 		setRapidFlag("rapid.seed", seed)
 	}()
-	shrunk := Measure(name, h, h.Check)
+	shrunk := Measure(name, h.Harness, h.Check)
 	if shrunk.Failure == nil || !SameRule(shrunk.Failure.Rule, c.Failure.Rule) {
 		return c // not reproducible from its seed (a flaky protocol): keep the first
 	}
@@ -61,13 +63,13 @@ func (h *Harness) Search(name string, shrink time.Duration) Catch {
 }
 
 // minimizeFound shrinks from, a replayable form of what the search found.
-func (h *Harness) minimizeFound(found, from Catch) Catch {
+func (h Searcher) minimizeFound(found, from Catch) Catch {
 	return h.keepSearch(found, h.Minimize(from, 10*time.Second))
 }
 
 // keepSearch is the shrunk result with the search's own figures: checks
 // to the first failure, time to find it, rapid's report and seed.
-func (h *Harness) keepSearch(found, shrunk Catch) Catch {
+func (h Searcher) keepSearch(found, shrunk Catch) Catch {
 	shrunk.Caught = true
 	shrunk.Checks, shrunk.ToFind, shrunk.Report = found.Checks, found.ToFind, found.Report
 	return shrunk
@@ -101,9 +103,9 @@ func withoutFaultSteps(program []string) []string {
 	var out []string
 	for _, line := range program {
 		switch {
-		case strings.Contains(line, "Restart() -> "), strings.Contains(line, "// "+ActRequestLost):
+		case strings.Contains(line, "Restart() -> "), strings.Contains(line, "// "+machine.ActRequestLost):
 			continue
-		case strings.Contains(line, "// "+ActReplyLost):
+		case strings.Contains(line, "// "+machine.ActReplyLost):
 			line, _, _ = strings.Cut(line, "   //")
 			line = strings.Replace(line, " -> unknown", " -> ok", 1)
 		}

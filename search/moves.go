@@ -1,10 +1,9 @@
-package machine
+package search
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 
+	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/model"
 )
 
@@ -38,7 +37,7 @@ import (
 // events are renamed down, so that the names stay e1..eN in enqueue order
 // as a replay requires. An event of the setup goes only while the setup
 // keeps minEvents (and at least one).
-func (p Program) withoutEvent(e string, minEvents int) (Program, bool) {
+func withoutEvent(p Program, e string, minEvents int) (Program, bool) {
 	n := nameNumber(e)
 	if n < 1 || n <= len(p.Events) && len(p.Events) <= max(minEvents, 1) {
 		return Program{}, false
@@ -53,7 +52,7 @@ func (p Program) withoutEvent(e string, minEvents int) (Program, bool) {
 		if s.Op.Event == e || s.Out.Kind == model.Claimed && s.Out.Event == e {
 			drop[i] = true
 			if s.Op.Kind == model.Begin {
-				if j := p.txEnd(i); j >= 0 {
+				if j := txEnd(p, i); j >= 0 {
 					drop[j] = true
 				}
 			}
@@ -61,7 +60,7 @@ func (p Program) withoutEvent(e string, minEvents int) (Program, bool) {
 	}
 	down := func(name string) string {
 		if k := nameNumber(name); k > n {
-			return eventName(k - 2)
+			return machine.EventName(k - 2)
 		}
 		return name
 	}
@@ -90,7 +89,7 @@ func (p Program) withoutEvent(e string, minEvents int) (Program, bool) {
 // spread out as an event's, and one taken out alone may leave the others
 // unreplayable (a Complete of a claim never made) or change what they do.
 // With the setup at minWorkers, the steps alone go, when w has any.
-func (p Program) withoutWorker(w string, minWorkers int) (Program, bool) {
+func withoutWorker(p Program, w string, minWorkers int) (Program, bool) {
 	n := nameNumber(w)
 	if n < 1 || n > len(p.Workers) {
 		return Program{}, false
@@ -105,7 +104,7 @@ func (p Program) withoutWorker(w string, minWorkers int) (Program, bool) {
 			continue
 		}
 		if k := nameNumber(s.Op.Worker); rename && k > n {
-			s.Op.Worker = workerName(k - 2)
+			s.Op.Worker = machine.WorkerName(k - 2)
 		}
 		c.Steps = append(c.Steps, s)
 	}
@@ -122,7 +121,7 @@ func (p Program) withoutWorker(w string, minWorkers int) (Program, bool) {
 // e2"), and no other move turns that into the setup with two events.
 // The events stay e1..eN: the first Enqueue step always names the event
 // after the setup's.
-func (p Program) withEnqueueInSetup() (Program, bool) {
+func withEnqueueInSetup(p Program) (Program, bool) {
 	i := slices.IndexFunc(p.Steps, func(s Step) bool { return s.Op.Kind == model.Enqueue })
 	if i < 0 {
 		return Program{}, false
@@ -137,13 +136,13 @@ func (p Program) withEnqueueInSetup() (Program, bool) {
 // debugging takes out neighbouring steps only, and a Begin taken out
 // alone leaves its end unreplayable while the end taken out alone leaves
 // the transaction open into the drain; the pair rarely stands together.
-func (p Program) withoutTransactions() []Program {
+func withoutTransactions(p Program) []Program {
 	var out []Program
 	for i, s := range p.Steps {
 		if s.Op.Kind != model.Begin {
 			continue
 		}
-		j := p.txEnd(i)
+		j := txEnd(p, i)
 		if j < 0 {
 			continue
 		}
@@ -162,7 +161,7 @@ func (p Program) withoutTransactions() []Program {
 // ("Claim -> gen=1; Expire; Claim -> gen=2; Expire; Complete(gen=2)");
 // without its first claim the later steps name a generation that no
 // claim returns, and a replay skips them.
-func (p Program) withoutClaims() []Program {
+func withoutClaims(p Program) []Program {
 	var out []Program
 	for i, s := range p.Steps {
 		if s.Out.Kind != model.Claimed || s.Op.Kind != model.ClaimOp && s.Op.Kind != model.Begin {
@@ -170,7 +169,7 @@ func (p Program) withoutClaims() []Program {
 		}
 		end := -1
 		if s.Op.Kind == model.Begin {
-			if end = p.txEnd(i); end < 0 || p.Steps[end].Op.Kind != model.Commit {
+			if end = txEnd(p, i); end < 0 || p.Steps[end].Op.Kind != model.Commit {
 				continue // rolled back: it took no generation
 			}
 		}
@@ -197,7 +196,7 @@ func (p Program) withoutClaims() []Program {
 // txEnd is the index of the Commit or Rollback that ends the transaction
 // the Begin at i opened, -1 if it stays open or a Kill ends it (the Kill
 // stays: it may be what the failure needs).
-func (p Program) txEnd(i int) int {
+func txEnd(p Program, i int) int {
 	w := p.Steps[i].Op.Worker
 	for j := i + 1; j < len(p.Steps); j++ {
 		switch o := p.Steps[j].Op; {
@@ -211,42 +210,31 @@ func (p Program) txEnd(i int) int {
 	return -1
 }
 
-// String prints p as the machine prints a program's setup and steps (no
-// drain, no violation): what ParseProgram reads back.
-func (p Program) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "setup: %d workers (%s), events %s", len(p.Workers), strings.Join(p.Workers, " "), strings.Join(p.Events, " "))
-	for i, s := range p.Steps {
-		fmt.Fprintf(&b, "\n%3d. %s", i+1, model.FormatStep(s.Op, s.Out))
-	}
-	return b.String()
-}
-
 // structural are the candidates of the moves above: every worker and
 // every event taken out with its steps, the first enqueue made part of
 // the setup, every claim transaction taken out, every committed claim
 // taken out with its outcomes.
-func (h *Harness) structural(p Program) []Program {
+func (h Searcher) structural(p Program) []Program {
 	var out []Program
 	for _, w := range p.Workers {
-		if c, ok := p.withoutWorker(w, h.Cfg.MinWorkers); ok {
+		if c, ok := withoutWorker(p, w, h.Cfg.MinWorkers); ok {
 			out = append(out, c)
 		}
 	}
-	for _, e := range p.allEvents() {
-		if c, ok := p.withoutEvent(e, h.Cfg.MinEvents); ok {
+	for _, e := range allEvents(p) {
+		if c, ok := withoutEvent(p, e, h.Cfg.MinEvents); ok {
 			out = append(out, c)
 		}
 	}
-	if c, ok := p.withEnqueueInSetup(); ok {
+	if c, ok := withEnqueueInSetup(p); ok {
 		out = append(out, c)
 	}
-	out = append(out, p.withoutTransactions()...)
-	return append(out, p.withoutClaims()...)
+	out = append(out, withoutTransactions(p)...)
+	return append(out, withoutClaims(p)...)
 }
 
 // allEvents are the setup's events and those the steps enqueue, in order.
-func (p Program) allEvents() []string {
+func allEvents(p Program) []string {
 	events := slices.Clone(p.Events)
 	for _, s := range p.Steps {
 		if s.Op.Kind == model.Enqueue {

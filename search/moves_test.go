@@ -1,4 +1,4 @@
-package machine
+package search
 
 import (
 	"strings"
@@ -26,7 +26,7 @@ func want(t *testing.T, from, got Program, ok bool, text string) {
 	if got.String() != text {
 		t.Errorf("got\n%s\nwant\n%s", got, text)
 	}
-	if !got.simplerThan(from) {
+	if !simplerThan(got, from) {
 		t.Errorf("candidate\n%s\nis not simpler than\n%s", got, from)
 	}
 	if back := mustParse(t, got.String()); back.String() != got.String() {
@@ -53,18 +53,18 @@ setup: 2 workers (w1 w2), events e1 e2
 
 func TestWithoutEventStuck(t *testing.T) {
 	p := mustParse(t, stuck)
-	c, ok := p.withoutEvent("e1", 1)
+	c, ok := withoutEvent(p, "e1", 1)
 	want(t, p, c, ok, `
 setup: 2 workers (w1 w2), events e1
   1. w2.Claim() -> claimed e1 gen=1`)
 	// w2's steps go with it; the setup keeps its two workers (the
 	// machine's minimum), and a swap then names the claimer w1.
-	c2, ok := c.withoutWorker("w2", 2)
+	c2, ok := withoutWorker(c, "w2", 2)
 	want(t, c, c2, ok, `setup: 2 workers (w1 w2), events e1`)
-	if _, ok := c2.withoutWorker("w2", 2); ok {
+	if _, ok := withoutWorker(c2, "w2", 2); ok {
 		t.Error("a worker with no steps, at the minimum, is no candidate")
 	}
-	if _, ok := c.withoutEvent("e1", 1); ok {
+	if _, ok := withoutEvent(c, "e1", 1); ok {
 		t.Error("the setup's last event taken out")
 	}
 }
@@ -84,7 +84,7 @@ setup: 3 workers (w1 w2 w3), events e1 e2
 
 func TestWithoutEvent(t *testing.T) {
 	p := mustParse(t, mixed)
-	c, ok := p.withoutEvent("e1", 1)
+	c, ok := withoutEvent(p, "e1", 1)
 	want(t, p, c, ok, `
 setup: 3 workers (w1 w2 w3), events e1
   1. w3.Claim() -> claimed e1 gen=1
@@ -92,7 +92,7 @@ setup: 3 workers (w1 w2 w3), events e1
   3. Expire(e1) -> ok
   4. w3.Retry(e1, gen=1) -> applied
   5. w1.Claim() -> claimed e2 gen=1`)
-	c, ok = p.withoutEvent("e3", 1)
+	c, ok = withoutEvent(p, "e3", 1)
 	want(t, p, c, ok, `
 setup: 3 workers (w1 w2 w3), events e1 e2
   1. w1.Begin() -> claimed e1 gen=1
@@ -102,17 +102,17 @@ setup: 3 workers (w1 w2 w3), events e1 e2
   5. w2.Complete(e1, gen=1) -> applied
   6. Expire(e2) -> ok
   7. w3.Retry(e2, gen=1) -> applied`)
-	if _, ok := p.withoutEvent("e1", 2); ok {
+	if _, ok := withoutEvent(p, "e1", 2); ok {
 		t.Error("an event of a setup at MinEvents taken out")
 	}
-	if _, ok := p.withoutEvent("e4", 1); ok {
+	if _, ok := withoutEvent(p, "e4", 1); ok {
 		t.Error("an event the program never has taken out")
 	}
 }
 
 func TestWithoutWorker(t *testing.T) {
 	p := mustParse(t, mixed)
-	c, ok := p.withoutWorker("w2", 2)
+	c, ok := withoutWorker(p, "w2", 2)
 	want(t, p, c, ok, `
 setup: 2 workers (w1 w2), events e1 e2
   1. w1.Begin() -> claimed e1 gen=1
@@ -122,7 +122,7 @@ setup: 2 workers (w1 w2), events e1 e2
   5. Expire(e2) -> ok
   6. w2.Retry(e2, gen=1) -> applied
   7. w1.Claim() -> claimed e3 gen=1`)
-	c, ok = p.withoutWorker("w2", 3)
+	c, ok = withoutWorker(p, "w2", 3)
 	want(t, p, c, ok, `
 setup: 3 workers (w1 w2 w3), events e1 e2
   1. w1.Begin() -> claimed e1 gen=1
@@ -136,7 +136,7 @@ setup: 3 workers (w1 w2 w3), events e1 e2
 
 func TestWithEnqueueInSetup(t *testing.T) {
 	p := mustParse(t, mixed)
-	c, ok := p.withEnqueueInSetup()
+	c, ok := withEnqueueInSetup(p)
 	want(t, p, c, ok, `
 setup: 3 workers (w1 w2 w3), events e1 e2 e3
   1. w1.Begin() -> claimed e1 gen=1
@@ -150,14 +150,14 @@ setup: 3 workers (w1 w2 w3), events e1 e2 e3
 	if p.Events[len(p.Events)-1] != "e2" || len(p.Steps) != 9 {
 		t.Errorf("the program the candidate came from changed:\n%s", p)
 	}
-	if _, ok := c.withEnqueueInSetup(); ok {
+	if _, ok := withEnqueueInSetup(c); ok {
 		t.Error("a program without an Enqueue step")
 	}
 }
 
 func TestWithoutTransactions(t *testing.T) {
 	p := mustParse(t, mixed)
-	cs := p.withoutTransactions()
+	cs := withoutTransactions(p)
 	if len(cs) != 1 {
 		t.Fatalf("%d candidates, want the one Begin with its Rollback", len(cs))
 	}
@@ -177,7 +177,7 @@ setup: 2 workers (w1 w2), events e1
   1. w1.Begin() -> claimed e1 gen=1
   2. w1.Kill() -> ok
   3. w2.Begin() -> empty`)
-	if cs := open.withoutTransactions(); len(cs) != 0 {
+	if cs := withoutTransactions(open); len(cs) != 0 {
 		t.Errorf("candidates %v, want none", cs)
 	}
 }
@@ -194,7 +194,7 @@ setup: 2 workers (w1 w2), events e1 e2
   7. Expire(e1) -> ok
   8. w1.Claim() -> claimed e1 gen=3
   9. w1.Complete(e1, gen=2) -> applied`)
-	cs := p.withoutClaims()
+	cs := withoutClaims(p)
 	if len(cs) != 3 {
 		t.Fatalf("%d candidates, want three: the rolled-back claim took no generation", len(cs))
 	}

@@ -1,4 +1,4 @@
-package machine
+package search
 
 import (
 	"regexp"
@@ -22,7 +22,7 @@ import (
 // confirms it. Then Minimize goes back along the programs the shrinking
 // kept, each smaller than the one before, to the last that still fails,
 // for at most budget again; if none does, it keeps what rapid found.
-func (h *Harness) Minimize(c Catch, budget time.Duration) Catch {
+func (h Searcher) Minimize(c Catch, budget time.Duration) Catch {
 	if c.Failure == nil {
 		return c
 	}
@@ -49,8 +49,8 @@ func (h *Harness) Minimize(c Catch, budget time.Duration) Catch {
 // replay skipped gone, the drain run afresh), strictly: the violation when
 // both fail with rule, nil otherwise. Afterwards Program and Failure
 // describe the strict replay.
-func (h *Harness) confirm(p Program, rule string) *Violation {
-	v, err := h.replay(p, true)
+func (h Searcher) confirm(p Program, rule string) *Violation {
+	v, err := h.ReplayLenient(p)
 	if err == nil && v != nil {
 		p, err = ParseProgram(h.Program())
 		if err == nil {
@@ -76,7 +76,7 @@ func (h *Harness) confirm(p Program, rule string) *Violation {
 // that commits made an autocommit claim; fewer workers or events. Replays
 // are lenient: a step the machine could not have drawn at its point is
 // skipped. It stops at deadline with the smallest failing program so far.
-func (h *Harness) ShrinkProgram(p Program, rule string, deadline time.Time) Program {
+func (h Searcher) ShrinkProgram(p Program, rule string, deadline time.Time) Program {
 	kept := h.shrink(p, rule, deadline)
 	return kept[len(kept)-1]
 }
@@ -89,17 +89,17 @@ func (h *Harness) ShrinkProgram(p Program, rule string, deadline time.Time) Prog
 // each step's outcome what the protocol returned in the candidate, not in
 // the program the candidate was made from. The moves that take out an
 // event find its steps by their outcomes.
-func (h *Harness) shrink(p Program, rule string, deadline time.Time) []Program {
+func (h Searcher) shrink(p Program, rule string, deadline time.Time) []Program {
 	kept := []Program{p}
 	fails := func(c Program) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		v, err := h.replay(c, true)
+		v, err := h.ReplayLenient(c)
 		if err != nil || v == nil || !SameRule(v.Rule, rule) {
 			return false
 		}
-		if ran, err := ParseProgram(h.Program()); err == nil && !c.simplerThan(ran) {
+		if ran, err := ParseProgram(h.Program()); err == nil && !simplerThan(c, ran) {
 			c = ran
 		}
 		kept = append(kept, c)
@@ -135,7 +135,7 @@ func SameRule(a, b string) bool {
 // firstFailing returns the first candidate simpler than p that fails.
 func firstFailing(p Program, cands []Program, fails func(Program) bool) (Program, bool) {
 	for _, c := range cands {
-		if c.simplerThan(p) && fails(c) {
+		if simplerThan(c, p) && fails(c) {
 			return c, true
 		}
 	}
@@ -145,13 +145,13 @@ func firstFailing(p Program, cands []Program, fails func(Program) bool) (Program
 // simplerThan orders programs by steps, then workers, then events, then
 // how far down the name lists the steps reach; every candidate must be
 // simpler than the program it came from, so shrinking ends.
-func (p Program) simplerThan(q Program) bool {
-	a := []int{len(p.Steps), len(p.Workers), len(p.Events), p.nameRank()}
-	b := []int{len(q.Steps), len(q.Workers), len(q.Events), q.nameRank()}
+func simplerThan(p Program, q Program) bool {
+	a := []int{len(p.Steps), len(p.Workers), len(p.Events), nameRank(p)}
+	b := []int{len(q.Steps), len(q.Workers), len(q.Events), nameRank(q)}
 	return slices.Compare(a, b) < 0
 }
 
-func (p Program) nameRank() int {
+func nameRank(p Program) int {
 	n := 0
 	for _, s := range p.Steps {
 		n += nameNumber(s.Op.Worker) + nameNumber(s.Op.Event)
@@ -166,7 +166,7 @@ func nameNumber(name string) int {
 }
 
 // simpler lists the candidates other than fewer steps, simplest first.
-func (h *Harness) simpler(p Program) []Program {
+func (h Searcher) simpler(p Program) []Program {
 	var out []Program
 	if len(p.Workers) > h.Cfg.MinWorkers {
 		out = append(out, Program{Workers: p.Workers[:len(p.Workers)-1], Events: p.Events, Steps: p.Steps})
@@ -190,7 +190,7 @@ func (h *Harness) simpler(p Program) []Program {
 			}
 		}
 	}
-	swaps := p.swaps()
+	swaps := swaps(p)
 	for _, swap := range swaps {
 		out = append(out, swap(p))
 	}
@@ -213,7 +213,7 @@ func (h *Harness) simpler(p Program) []Program {
 
 // swaps are the renamings of two events (enqueued at the setup or by a
 // step) or two workers of p.
-func (p Program) swaps() []func(Program) Program {
+func swaps(p Program) []func(Program) Program {
 	var out []func(Program) Program
 	event := func(op *model.Op) *string { return &op.Event }
 	worker := func(op *model.Op) *string { return &op.Worker }
@@ -226,13 +226,13 @@ func (p Program) swaps() []func(Program) Program {
 	for j := len(events) - 1; j > 0; j-- {
 		for i := 0; i < j; i++ {
 			a, b := events[i], events[j]
-			out = append(out, func(q Program) Program { return q.swapped(event, a, b) })
+			out = append(out, func(q Program) Program { return swapped(q, event, a, b) })
 		}
 	}
 	for j := len(p.Workers) - 1; j > 0; j-- {
 		for i := 0; i < j; i++ {
 			a, b := p.Workers[i], p.Workers[j]
-			out = append(out, func(q Program) Program { return q.swapped(worker, a, b) })
+			out = append(out, func(q Program) Program { return swapped(q, worker, a, b) })
 		}
 	}
 	return out
@@ -240,7 +240,7 @@ func (p Program) swaps() []func(Program) Program {
 
 // swapped is p with the names a and b exchanged in the field of every step
 // but an Enqueue (events are enqueued in order of their names).
-func (p Program) swapped(field func(*model.Op) *string, a, b string) Program {
+func swapped(p Program, field func(*model.Op) *string, a, b string) Program {
 	c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Clone(p.Steps)}
 	for i := range c.Steps {
 		if c.Steps[i].Op.Kind == model.Enqueue {

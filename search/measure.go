@@ -1,9 +1,9 @@
-package machine
+package search
 
 import (
-	"strings"
 	"time"
 
+	"github.com/outboxlab/outboxlab/machine"
 	"pgregory.net/rapid"
 )
 
@@ -24,27 +24,9 @@ type Catch struct {
 // steps included and the setup line not.
 func (c Catch) Steps() int { return CountSteps(c.Program) }
 
-// CountSteps counts the steps of a printed program: its numbered lines,
-// and the step a violation names when it failed before its line was
-// printed (a blocked claim).
-func CountSteps(program []string) int {
-	n := 0
-	for _, l := range program {
-		if isStepLine(l) {
-			n++
-		}
-		if t := strings.TrimSpace(l); strings.HasPrefix(t, violationPrefix) {
-			if _, ok := unloggedOp(t); ok {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // Measure runs rapid.Check of check (h.Check, or an IsolatedCheck of h)
 // with a recording TB named name and measures it.
-func Measure(name string, h *Harness, check func(*rapid.T)) Catch {
+func Measure(name string, h *machine.Harness, check func(*rapid.T)) Catch {
 	tb := NewRecordingTB(name)
 	checksBefore, _, _ := h.Stats()
 	start := time.Now()

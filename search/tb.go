@@ -1,10 +1,11 @@
-package machine
+package search
 
 import (
 	"fmt"
 	"strings"
 	"sync"
 
+	"github.com/outboxlab/outboxlab/machine"
 	"pgregory.net/rapid"
 )
 
@@ -26,7 +27,7 @@ type failNow struct{}
 
 // RunCheck runs rapid.Check on the harness with this TB and reports
 // whether the property held.
-func (tb *RecordingTB) RunCheck(h *Harness) (passed bool) {
+func (tb *RecordingTB) RunCheck(h *machine.Harness) (passed bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(failNow); !ok {

@@ -1,0 +1,170 @@
+package machine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/outboxlab/outboxlab/model"
+)
+
+// Program is a counterexample as the machine prints it, read back: the
+// setup, and the steps the random part of the check ran. The drain's steps
+// are not kept: the drain is the same for every check, and a replay runs it
+// again after the steps.
+type Program struct {
+	Workers []string
+	Events  []string
+	Steps   []Step
+}
+
+// Step is one numbered line: the op and what the protocol returned when
+// the program was recorded.
+type Step struct {
+	Op  model.Op
+	Out model.Outcome
+}
+
+const drainMarker = "-- drain --"
+
+// isStepLine reports whether a program line is a numbered step
+// ("  3. w1.Claim() -> empty").
+func isStepLine(l string) bool { return len(l) > 4 && l[3] == '.' }
+
+// ParseProgram reads a program printed by the machine (Harness.Program):
+//
+//	setup: 2 workers (w1 w2), events e1
+//	  1. w1.Claim() -> claimed e1 gen=1
+//	     -- drain --
+//	  2. Expire(e1) -> ok
+//	  3. w1.Claim() -> empty   // model: claimed e1 gen=2
+//	   ^ violation: ...
+//
+// Lines starting with '#' and blank lines are skipped; a step's trailing
+// "   // ..." comment is dropped.
+func ParseProgram(lines []string) (Program, error) {
+	var p Program
+	setup, drained := false, false
+	for i, line := range lines {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "", strings.HasPrefix(trimmed, "#"):
+			continue
+		case strings.HasPrefix(trimmed, violationPrefix):
+			// A step that failed in the worker (blocked, a server error) is
+			// not printed as a numbered line: the violation names it.
+			if op, ok := unloggedOp(trimmed); ok && setup && !drained {
+				p.Steps = append(p.Steps, Step{Op: op, Out: model.Outcome{Kind: model.Unknown}})
+			}
+		case strings.HasPrefix(trimmed, "setup:"):
+			if setup {
+				return p, fmt.Errorf("line %d: a second setup line", i+1)
+			}
+			var err error
+			if p.Workers, p.Events, err = parseSetup(trimmed); err != nil {
+				return p, fmt.Errorf("line %d: %w", i+1, err)
+			}
+			setup = true
+		case trimmed == drainMarker:
+			drained = true
+		case isStepLine(line):
+			if !setup {
+				return p, fmt.Errorf("line %d: a step before the setup line", i+1)
+			}
+			if drained {
+				continue
+			}
+			text := strings.TrimSpace(line[4:])
+			if j := strings.Index(text, "   //"); j >= 0 {
+				comment := text[j:]
+				if strings.Contains(comment, ActRequestLost) || strings.Contains(comment, ActReplyLost) {
+					return p, fmt.Errorf("line %d: a network fault's step cannot be replayed", i+1)
+				}
+				text = text[:j]
+			}
+			op, out, err := model.ParseStep(text)
+			if err != nil {
+				return p, fmt.Errorf("line %d: %w", i+1, err)
+			}
+			p.Steps = append(p.Steps, Step{Op: op, Out: out})
+		default:
+			return p, fmt.Errorf("line %d: not a program line: %q", i+1, line)
+		}
+	}
+	if !setup {
+		return p, fmt.Errorf("no setup line")
+	}
+	return p, nil
+}
+
+const violationPrefix = "^ violation: "
+
+// unloggedOp reads the step a violation line starts with when that step
+// failed before its line was printed: "^ violation: w2.Begin() blocked for
+// 2s: ...". A violation of a printed step repeats it with its outcome
+// ("w1.Claim() -> empty: ..."), and one of the persisted rows names none.
+func unloggedOp(line string) (model.Op, bool) {
+	text := strings.TrimPrefix(line, violationPrefix)
+	i := strings.Index(text, ") ")
+	if i < 0 || strings.HasPrefix(text[i+1:], " -> ") {
+		return model.Op{}, false
+	}
+	op, err := model.ParseOp(text[:i+1])
+	return op, err == nil
+}
+
+// parseSetup reads "setup: 2 workers (w1 w2), events e1 e2".
+func parseSetup(line string) (workers, events []string, err error) {
+	var n int
+	rest, ok := strings.CutPrefix(line, "setup: ")
+	if _, scanErr := fmt.Sscanf(rest, "%d workers (", &n); !ok || scanErr != nil {
+		return nil, nil, fmt.Errorf("want \"setup: N workers (w1 ...), events e1 ...\", got %q", line)
+	}
+	names, evs, ok := strings.Cut(rest[strings.Index(rest, "(")+1:], "), events ")
+	if !ok {
+		return nil, nil, fmt.Errorf("want \"setup: N workers (w1 ...), events e1 ...\", got %q", line)
+	}
+	workers, events = strings.Fields(names), strings.Fields(evs)
+	for i, w := range workers {
+		if w != WorkerName(i) {
+			return nil, nil, fmt.Errorf("worker %d is %q, want %q", i+1, w, WorkerName(i))
+		}
+	}
+	for i, e := range events {
+		if e != EventName(i) {
+			return nil, nil, fmt.Errorf("event %d is %q, want %q", i+1, e, EventName(i))
+		}
+	}
+	if len(workers) != n || len(events) == 0 {
+		return nil, nil, fmt.Errorf("setup %q: %d workers named, %d events", line, len(workers), len(events))
+	}
+	return workers, events, nil
+}
+
+// String prints p as the machine prints a program's setup and steps (no
+// drain, no violation): what ParseProgram reads back.
+func (p Program) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "setup: %d workers (%s), events %s", len(p.Workers), strings.Join(p.Workers, " "), strings.Join(p.Events, " "))
+	for i, s := range p.Steps {
+		fmt.Fprintf(&b, "\n%3d. %s", i+1, model.FormatStep(s.Op, s.Out))
+	}
+	return b.String()
+}
+
+// CountSteps counts the steps of a printed program: its numbered lines,
+// and the step a violation names when it failed before its line was
+// printed (a blocked claim).
+func CountSteps(program []string) int {
+	n := 0
+	for _, l := range program {
+		if isStepLine(l) {
+			n++
+		}
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, violationPrefix) {
+			if _, ok := unloggedOp(t); ok {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,24 @@
+package search
+
+import "github.com/outboxlab/outboxlab/machine"
+
+// Searcher runs the search and the shrinking on one harness: rapid finds a
+// failing program, and the harness's replays make it small. It is the
+// harness with the search's methods; everything it replays goes through
+// the machine's own checks.
+type Searcher struct{ *machine.Harness }
+
+// On is the searcher of h.
+func On(h *machine.Harness) Searcher { return Searcher{h} }
+
+// The machine's programs, as this package reads and writes them.
+type (
+	Program   = machine.Program
+	Step      = machine.Step
+	Violation = machine.Violation
+)
+
+var (
+	ParseProgram = machine.ParseProgram
+	CountSteps   = machine.CountSteps
+)
