@@ -235,8 +235,11 @@ func measureProtocol(t *testing.T, m protocolFile, cfg machine.Config, seed *uin
 	if c.Failure != nil {
 		r.rule = c.Failure.Rule
 		passes := []string{"leased"}
-		if strings.HasPrefix(m.name, "renew_") {
+		switch {
+		case strings.HasPrefix(m.name, "renew_"):
 			passes = []string{filepath.Join(correctDir, "leased_renew.sql")}
+		case strings.HasPrefix(m.name, "jobs_"):
+			passes = []string{filepath.Join(correctDir, "jobs_lease.sql")}
 		}
 		keepRegression(t, "mutant-"+m.name, m.path, passes, c)
 	}
