@@ -193,6 +193,29 @@ func withoutClaims(p Program) []Program {
 	return out
 }
 
+// withExpiresForRetries are p with one applied Retry and the MakeDue that
+// next makes its row due again made a single Expire of the claim's lease
+// where the Retry was. Both give the row back to the next claim, and a
+// stale outcome found as "Claim; Retry; MakeDue; Claim; Complete(gen=1)"
+// needs only "Claim; Expire; Claim; Complete(gen=1)". The steps in
+// between stay; a replay skips the Expire if they need the row's backoff.
+func withExpiresForRetries(p Program) []Program {
+	var out []Program
+	for i, s := range p.Steps {
+		if s.Op.Kind != model.Retry || s.Out.Kind != model.Applied {
+			continue
+		}
+		j := slices.IndexFunc(p.Steps[i+1:], func(t Step) bool { return t.Op.Kind == model.MakeDue && t.Op.Event == s.Op.Event })
+		if j < 0 {
+			continue
+		}
+		c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(slices.Clone(p.Steps), i+1+j, i+2+j)}
+		c.Steps[i] = Step{Op: model.Op{Kind: model.Expire, Event: s.Op.Event}, Out: model.Outcome{Kind: model.OK}}
+		out = append(out, c)
+	}
+	return out
+}
+
 // txEnd is the index of the Commit or Rollback that ends the transaction
 // the Begin at i opened, -1 if it stays open or a Kill ends it (the Kill
 // stays: it may be what the failure needs).
@@ -213,7 +236,7 @@ func txEnd(p Program, i int) int {
 // structural are the candidates of the moves above: every worker and
 // every event taken out with its steps, the first enqueue made part of
 // the setup, every claim transaction taken out, every committed claim
-// taken out with its outcomes.
+// taken out with its outcomes, every retry made due again made an expiry.
 func (h Searcher) structural(p Program) []Program {
 	var out []Program
 	for _, w := range p.Workers {
@@ -230,7 +253,8 @@ func (h Searcher) structural(p Program) []Program {
 		out = append(out, c)
 	}
 	out = append(out, withoutTransactions(p)...)
-	return append(out, withoutClaims(p)...)
+	out = append(out, withoutClaims(p)...)
+	return append(out, withExpiresForRetries(p)...)
 }
 
 // allEvents are the setup's events and those the steps enqueue, in order.

@@ -227,3 +227,25 @@ setup: 2 workers (w1 w2), events e1 e2
   7. Expire(e1) -> ok
   8. w1.Complete(e1, gen=2) -> applied`)
 }
+
+func TestWithExpiresForRetries(t *testing.T) {
+	p := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. w1.Retry(e1, gen=1) -> applied
+  3. w2.Retry(e1, gen=1) -> rejected
+  4. MakeDue(e1) -> ok
+  5. w2.Claim() -> claimed e1 gen=2
+  6. w1.Renew(e1, gen=1) -> applied`)
+	cs := withExpiresForRetries(p)
+	if len(cs) != 1 {
+		t.Fatalf("%d candidates, want one: a rejected retry left the row as it was", len(cs))
+	}
+	want(t, p, cs[0], true, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. w2.Retry(e1, gen=1) -> rejected
+  4. w2.Claim() -> claimed e1 gen=2
+  5. w1.Renew(e1, gen=1) -> applied`)
+}

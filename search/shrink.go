@@ -70,7 +70,8 @@ func (h Searcher) confirm(p Program, rule string) *Violation {
 // steps (delta debugging); an event or a worker taken out with every step
 // that names it, the first enqueue made part of the setup, a claim
 // transaction taken out, a committed claim taken out with its outcomes
-// and the later generations renumbered (shrink_moves.go); the same steps with two events
+// and the later generations renumbered, a retry and the MakeDue after it
+// made an Expire (shrink_moves.go); the same steps with two events
 // or two workers swapped, so that a later pass can drop the unused one;
 // one or two steps fewer and a swap together; an open claim transaction
 // that commits made an autocommit claim; fewer workers or events. Replays
