@@ -216,6 +216,28 @@ func withExpiresForRetries(p Program) []Program {
 	return out
 }
 
+// withExpiresForAges are p with an Age and the next Age of the same row
+// made a single Expire where the first was: two Ages take 120% of the
+// declared lease, which a lease of the declared length does not outlive,
+// so a stale outcome found behind "Age; Age" needs only the expiry. The
+// Age that shows a short lease stays: one Age alone is never replaced.
+func withExpiresForAges(p Program) []Program {
+	var out []Program
+	for i, s := range p.Steps {
+		if s.Op.Kind != model.Age {
+			continue
+		}
+		j := slices.IndexFunc(p.Steps[i+1:], func(t Step) bool { return t.Op.Kind == model.Age && t.Op.Event == s.Op.Event })
+		if j < 0 {
+			continue
+		}
+		c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(slices.Clone(p.Steps), i+1+j, i+2+j)}
+		c.Steps[i] = Step{Op: model.Op{Kind: model.Expire, Event: s.Op.Event}, Out: model.Outcome{Kind: model.OK}}
+		out = append(out, c)
+	}
+	return out
+}
+
 // txEnd is the index of the Commit or Rollback that ends the transaction
 // the Begin at i opened, -1 if it stays open or a Kill ends it (the Kill
 // stays: it may be what the failure needs).
@@ -236,7 +258,8 @@ func txEnd(p Program, i int) int {
 // structural are the candidates of the moves above: every worker and
 // every event taken out with its steps, the first enqueue made part of
 // the setup, every claim transaction taken out, every committed claim
-// taken out with its outcomes, every retry made due again made an expiry.
+// taken out with its outcomes, every retry made due again and every pair
+// of Ages of one row made an expiry.
 func (h Searcher) structural(p Program) []Program {
 	var out []Program
 	for _, w := range p.Workers {
@@ -254,7 +277,8 @@ func (h Searcher) structural(p Program) []Program {
 	}
 	out = append(out, withoutTransactions(p)...)
 	out = append(out, withoutClaims(p)...)
-	return append(out, withExpiresForRetries(p)...)
+	out = append(out, withExpiresForRetries(p)...)
+	return append(out, withExpiresForAges(p)...)
 }
 
 // allEvents are the setup's events and those the steps enqueue, in order.

@@ -249,3 +249,47 @@ setup: 2 workers (w1 w2), events e1
   4. w2.Claim() -> claimed e1 gen=2
   5. w1.Renew(e1, gen=1) -> applied`)
 }
+
+func TestWithExpiresForAges(t *testing.T) {
+	p := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Age(e1) -> ok
+  3. Age(e1) -> ok
+  4. w1.Retry(e1, gen=1) -> applied`)
+	cs := withExpiresForAges(p)
+	if len(cs) != 1 {
+		t.Fatalf("%d candidates, want one", len(cs))
+	}
+	want(t, p, cs[0], true, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. w1.Retry(e1, gen=1) -> applied`)
+	single := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Age(e1) -> ok`)
+	if cs := withExpiresForAges(single); len(cs) != 0 {
+		t.Errorf("a single Age was replaced: it may be what shows a short lease")
+	}
+}
+
+func TestWithoutFaultStepsCommitLostIsRollback(t *testing.T) {
+	got := withoutFaultSteps([]string{
+		"setup: 2 workers (w1 w2), events e1",
+		"  1. w1.Begin() -> claimed e1 gen=1",
+		"  2. w1.Commit() -> unknown   // request_lost, ambiguous: applied or not, decided by the next read",
+		"  3. w2.Claim() -> unknown   // request_lost, ambiguous: applied or not, decided by the next read",
+		"  4. w2.Claim() -> unknown   // reply_lost, ambiguous: applied or not, decided by the next read",
+	})
+	wantLines := []string{
+		"setup: 2 workers (w1 w2), events e1",
+		"  1. w1.Begin() -> claimed e1 gen=1",
+		"  2. w1.Rollback() -> ok",
+		"  4. w2.Claim() -> ok",
+	}
+	if strings.Join(got, "\n") != strings.Join(wantLines, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantLines, "\n"))
+	}
+}
