@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,9 +174,31 @@ func checkJSON(t *testing.T, args ...string) checkResult {
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("check %v: exit %d, output %q: %v (stderr %s)", args, code, stdout.String(), err, stderr.String())
 	}
-	want := map[string]int{"pass": exitPass, "fail": exitFail, "error": exitBad}[res.Result]
+	want := map[string]int{"pass": exitPass, "fail": exitFail, "inconclusive": exitInconclusive, "error": exitBad}[res.Result]
 	if code != want {
 		t.Fatalf("check %v: result %s with exit %d", args, res.Result, code)
 	}
 	return res
+}
+
+// TestCheckInconclusive: a run too short to reach the coverage classes
+// the protocol's sections make possible proves nothing, and says so: exit
+// status 3, result inconclusive, the missing classes named in --json and
+// in the text.
+func TestCheckInconclusive(t *testing.T) {
+	res := checkJSON(t, "--checks", "1", "--steps", "1", "--seed", "7", "--faults=false", "leased")
+	if res.Result != "inconclusive" {
+		t.Fatalf("result %s, want inconclusive", res.Result)
+	}
+	if len(res.Uncovered) == 0 || !slices.Contains(res.Uncovered, "stale_retry_rejected") {
+		t.Errorf("uncovered %v, want the classes one step cannot reach (stale_retry_rejected among them)", res.Uncovered)
+	}
+	if slices.Contains(res.Uncovered, "renew") || slices.Contains(res.Uncovered, "request_lost") {
+		t.Errorf("uncovered %v names a class leased without faults cannot reach", res.Uncovered)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"check", "--checks", "1", "--steps", "1", "--seed", "7", "--faults=false", "leased"}, &stdout, &stderr)
+	if code != exitInconclusive || !strings.Contains(stdout.String(), "INCONCLUSIVE") || !strings.Contains(stdout.String(), "stale_retry_rejected") {
+		t.Errorf("exit %d, output:\n%s\nwant exit 3 naming the classes", code, stdout.String())
+	}
 }
