@@ -51,15 +51,18 @@ func TestLeasedStateMachine(t *testing.T) {
 
 // TestBaselineFailsStateMachine: the same machine against the article's
 // unsafe baseline, as `outboxlab check` runs it (faults on), must find a
-// counterexample and shrink it to at most six steps, the drain's included.
+// counterexample and shrink it to at most four steps, the drain's included.
 func TestBaselineFailsStateMachine(t *testing.T) {
 	h := harness(t, "baseline", machine.Default())
 	c := search.On(h).Search(t.Name(), 0)
 	if !c.Caught || c.Failure == nil {
 		t.Fatalf("the state machine passed the baseline (or failed without a violation: %s)", c.Report)
 	}
-	if n := c.Steps(); n > 6 {
-		t.Errorf("shrunk to %d steps, want at most 6:\n%s", n, strings.Join(c.Program, "\n"))
+	// Every baseline class has a 3-step program, and over 200 seeds every
+	// counterexample shrank to it (README, "Shrinking"); 4 is the bound
+	// the README promises.
+	if n := c.Steps(); n > 4 {
+		t.Errorf("shrunk to %d steps, want at most 4:\n%s", n, strings.Join(c.Program, "\n"))
 	}
 	t.Logf("violation: %s\nprogram:\n%s", c.Failure.Detail, strings.Join(c.Program, "\n"))
 }

@@ -27,6 +27,9 @@ type checkResult struct {
 	Seconds        float64        `json:"seconds"`
 	Violation      string         `json:"violation"`
 	Counterexample []string       `json:"counterexample"`
+	// CounterexampleSteps counts the shrunk program's steps, the drain's
+	// included (machine.CountSteps).
+	CounterexampleSteps int `json:"counterexample_steps,omitempty"`
 	Reproduce      string         `json:"reproduce,omitempty"`
 	Coverage       map[string]int `json:"coverage"`
 	Uncovered      []string       `json:"uncovered,omitempty"`     // required classes never reached: the result is inconclusive
@@ -164,6 +167,7 @@ func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f ch
 		res.Result = "fail"
 		res.Violation = v.Rule
 		res.Counterexample = c.Program
+		res.CounterexampleSteps = c.Steps()
 		res.Checks = c.Checks
 		res.Reproduce = reproduceCommand(inst.Proto, c.FailingSeed(f.seed), cfg)
 	default:
