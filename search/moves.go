@@ -200,20 +200,9 @@ func withoutClaims(p Program) []Program {
 // needs only "Claim; Expire; Claim; Complete(gen=1)". The steps in
 // between stay; a replay skips the Expire if they need the row's backoff.
 func withExpiresForRetries(p Program) []Program {
-	var out []Program
-	for i, s := range p.Steps {
-		if s.Op.Kind != model.Retry || s.Out.Kind != model.Applied {
-			continue
-		}
-		j := slices.IndexFunc(p.Steps[i+1:], func(t Step) bool { return t.Op.Kind == model.MakeDue && t.Op.Event == s.Op.Event })
-		if j < 0 {
-			continue
-		}
-		c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(slices.Clone(p.Steps), i+1+j, i+2+j)}
-		c.Steps[i] = Step{Op: model.Op{Kind: model.Expire, Event: s.Op.Event}, Out: model.Outcome{Kind: model.OK}}
-		out = append(out, c)
-	}
-	return out
+	return pairsAsExpire(p,
+		func(s Step) bool { return s.Op.Kind == model.Retry && s.Out.Kind == model.Applied },
+		model.MakeDue)
 }
 
 // withExpiresForAges are p with an Age and the next Age of the same row
@@ -222,12 +211,19 @@ func withExpiresForRetries(p Program) []Program {
 // so a stale outcome found behind "Age; Age" needs only the expiry. The
 // Age that shows a short lease stays: one Age alone is never replaced.
 func withExpiresForAges(p Program) []Program {
+	return pairsAsExpire(p, func(s Step) bool { return s.Op.Kind == model.Age }, model.Age)
+}
+
+// pairsAsExpire are p with each step that first accepts and the next step
+// of kind second on the same row made one Expire of that row, where the
+// first step was.
+func pairsAsExpire(p Program, first func(Step) bool, second model.Kind) []Program {
 	var out []Program
 	for i, s := range p.Steps {
-		if s.Op.Kind != model.Age {
+		if !first(s) {
 			continue
 		}
-		j := slices.IndexFunc(p.Steps[i+1:], func(t Step) bool { return t.Op.Kind == model.Age && t.Op.Event == s.Op.Event })
+		j := slices.IndexFunc(p.Steps[i+1:], func(t Step) bool { return t.Op.Kind == second && t.Op.Event == s.Op.Event })
 		if j < 0 {
 			continue
 		}
