@@ -71,7 +71,9 @@ func CheckChange(before, after []RowView, op Op, out Outcome) error {
 			rose = append(rose, b.Event)
 		}
 		if owner := rowOwnStep(op); owner && b.Event != op.Event && !sameView(a, b, gens) {
-			return fmt.Errorf("%s changed another event's row: %s went %s -> %s", stepName(op.Kind), b.Event, viewText(b, gens), viewText(a, gens))
+			// The rows go in parentheses: the rule is the same whichever
+			// row a wrong id reached.
+			return fmt.Errorf("%s changed another event's row (%s went %s -> %s)", stepName(op.Kind), b.Event, viewText(b, gens), viewText(a, gens))
 		}
 		if quiet != "" && !sameView(a, b, gens) {
 			return fmt.Errorf("%s changes nothing: %s went %s -> %s", quiet, b.Event, viewText(b, gens), viewText(a, gens))

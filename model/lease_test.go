@@ -99,7 +99,7 @@ func TestCheckChangeOtherRow(t *testing.T) {
 	before := []RowView{owned1, otherOwned1}
 	after := []RowView{owned1, row("e2", Sent, 1, false, false, false)}
 	complete := Op{Kind: Complete, Worker: "w1", Event: "e1", Gen: 1}
-	want := "complete changed another event's row: e2 went INPROGRESS gen=1 live -> SENT gen=1"
+	want := "complete changed another event's row (e2 went INPROGRESS gen=1 live -> SENT gen=1)"
 	if got := errText(CheckChange(before, after, complete, Outcome{Kind: Applied})); got != want {
 		t.Errorf("CheckChange = %q, want %q", got, want)
 	}
