@@ -24,8 +24,9 @@ import (
 //
 // the violation is about e2 alone, but no single step can go: without
 // step 1, w2's claim takes e1 and the drain's claim takes e2 out of
-// order, another rule; without e1 in the setup, w1's claim takes e2.
-// Everything e1 is part of has to go at once, e2 named e1 after it.
+// order, another rule; and the setup could lose only its last event, e2,
+// the one the failure needs. Everything e1 is part of has to go at once,
+// e2 named e1 after it.
 //
 // Each move works on the program as it last replayed (ShrinkProgram keeps
 // that form), so a step's recorded outcome is what the protocol returned
