@@ -19,22 +19,22 @@ import (
 
 // checkResult is one protocol's verdict, the JSON object `check --json` prints.
 type checkResult struct {
-	Protocol       string         `json:"protocol"`
-	Result         string         `json:"result"` // pass, fail, inconclusive or error
-	Seed           uint64         `json:"seed"`
-	Checks         int            `json:"checks"`
-	Steps          int            `json:"steps"`
-	Seconds        float64        `json:"seconds"`
-	Violation      string         `json:"violation"`
-	Counterexample []string       `json:"counterexample"`
+	Protocol       string   `json:"protocol"`
+	Result         string   `json:"result"` // pass, fail, inconclusive or error
+	Seed           uint64   `json:"seed"`
+	Checks         int      `json:"checks"`
+	Steps          int      `json:"steps"`
+	Seconds        float64  `json:"seconds"`
+	Violation      string   `json:"violation"`
+	Counterexample []string `json:"counterexample"`
 	// CounterexampleSteps counts the shrunk program's steps, the drain's
 	// included (machine.CountSteps).
-	CounterexampleSteps int `json:"counterexample_steps,omitempty"`
-	Reproduce      string         `json:"reproduce,omitempty"`
-	Coverage       map[string]int `json:"coverage"`
-	Uncovered      []string       `json:"uncovered,omitempty"`     // required classes never reached: the result is inconclusive
-	NotExercised   []string       `json:"not_exercised,omitempty"` // what this protocol's sections leave out of every check
-	Error          string         `json:"error,omitempty"`
+	CounterexampleSteps int            `json:"counterexample_steps,omitempty"`
+	Reproduce           string         `json:"reproduce,omitempty"`
+	Coverage            map[string]int `json:"coverage"`
+	Uncovered           []string       `json:"uncovered,omitempty"`     // required classes never reached: the result is inconclusive
+	NotExercised        []string       `json:"not_exercised,omitempty"` // what this protocol's sections leave out of every check
+	Error               string         `json:"error,omitempty"`
 }
 
 type checkFlags struct {
