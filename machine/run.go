@@ -94,6 +94,9 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 		if !r.hasGen() && got.Kind == model.Claimed {
 			got.Gen = allowed[0].Out.Gen
 		}
+		if r.idNote(op) != "" {
+			r.checkOwnRow(op) // a wrong id's real harm: another row changed
+		}
 		err := model.Explain(r.model(), op, got, allowed)
 		detail := fmt.Sprintf("%v", err) + r.idNote(op)
 		r.fail(ruleOf(detail), detail)
@@ -125,6 +128,31 @@ func (r *run) idNote(op model.Op) string {
 		return fmt.Sprintf(" (it was sent id %s, the id its claim returned; the state query shows %s as id %s)", sent, op.Event, row)
 	}
 	return ""
+}
+
+// checkOwnRow reads the rows after an outcome sent with an id that is not
+// its row's and fails the check when another event's row changed: the
+// cause to report, ahead of what the outcome looked like to the model.
+func (r *run) checkOwnRow(op model.Op) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var rows []sut.StateRow
+	var err error
+	r.h.timed(func() { rows, err = r.h.Inst.Statements.ReadState(ctx, r.h.Inst.Conn) })
+	if err != nil || r.rows == nil {
+		return // observe reports a failed read
+	}
+	if err := model.CheckOwnRow(views(r.rows), views(rows), op); err != nil {
+		r.fail(ruleOf(err.Error()), err.Error()+r.idNote(op))
+	}
+}
+
+func views(rows []sut.StateRow) []model.RowView {
+	out := make([]model.RowView, len(rows))
+	for i, row := range rows {
+		out[i] = row.RowView
+	}
+	return out
 }
 
 // observe reads the persisted rows and keeps the model states that match.
