@@ -1,5 +1,5 @@
 // Package model is the pure ownership model every protocol is held to: the
-// policy of ../shared/PROTOCOL-FORMAT.md as a step function on a value type.
+// policy of docs/protocol-format.md as a step function on a value type.
 // No database, no clock, no randomness: a State and an Op give the outcomes
 // the policy allows and the state after each.
 package model

@@ -13,7 +13,7 @@ import (
 	"github.com/outboxlab/outboxlab/model"
 )
 
-// Text-level tests of the protocol file format (PROTOCOL-FORMAT.md, "Layout"
+// Text-level tests of the protocol file format (docs/protocol-format.md, "Shape of a file"
 // and "Errors"): no server is involved.
 
 // okText is the smallest valid protocol for text-level tests; the SQL need not

@@ -1,5 +1,5 @@
 // Package sut holds the systems under test as data: protocol files in the
-// format of PROTOCOL-FORMAT.md, their loader, and the code that installs a
+// format of docs/protocol-format.md, their loader, and the code that installs a
 // protocol in a fresh schema and runs its statements. No test logic lives here.
 package sut
 

@@ -292,6 +292,6 @@ reply_lost, and db_restart on a server outboxlab started itself):
 		}
 		fmt.Fprintf(&b, "  %-24s %s\n", class, when)
 	}
-	b.WriteString("\nThe protocol file format: README.md, \"The protocol format\".\n")
+	b.WriteString("\nThe protocol file format: docs/protocol-format.md in the outboxlab repository.\n")
 	return b.String()
 }
