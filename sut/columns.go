@@ -100,3 +100,18 @@ func containsOID(list []uint32, oid uint32) bool {
 	}
 	return false
 }
+
+// checkOutcomeColumns holds complete, retry and renew to their two ways of
+// reporting an outcome: a row when it applied and none when it was
+// refused, or exactly one row with a boolean column applied.
+func (p *Protocol) checkOutcomeColumns(s *Section, desc *pgconn.StatementDescription) error {
+	if len(desc.Fields) == 0 {
+		return &Error{p.File, s.Line, fmt.Sprintf("section %q returns no columns: it must return a row when it applies (add RETURNING)", s.Name)}
+	}
+	for _, f := range desc.Fields {
+		if f.Name == "applied" && f.DataTypeOID != pgtype.BoolOID {
+			return &Error{p.File, s.Line, fmt.Sprintf("section %q: column \"applied\" must be boolean", s.Name)}
+		}
+	}
+	return nil
+}

@@ -126,9 +126,7 @@ func (inst *Instance) describeAll(ctx context.Context) error {
 		case State:
 			err = p.checkStateColumns(s, desc, hasGen)
 		case Complete, Retry, Renew:
-			if len(desc.Fields) == 0 {
-				err = &Error{p.File, s.Line, fmt.Sprintf("section %q returns no columns: it must return a row when it applies (add RETURNING)", name)}
-			}
+			err = p.checkOutcomeColumns(s, desc)
 		}
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -137,8 +138,9 @@ func (s *Statements) Claim(ctx context.Context, q Querier, worker string) (Claim
 	return res, nil
 }
 
-// Apply runs complete, retry or renew and reports whether it applied (returned
-// at least one row).
+// Apply runs complete, retry or renew and reports whether it applied: it
+// returned at least one row, or, for a statement that always returns its
+// row, exactly one row whose boolean column applied says so.
 func (s *Statements) Apply(ctx context.Context, q Querier, section string, a Args) (bool, error) {
 	st, ok := s.Stmts[section]
 	if !ok {
@@ -148,12 +150,37 @@ func (s *Statements) Apply(ctx context.Context, q Querier, section string, a Arg
 	if err != nil {
 		return false, err
 	}
+	defer rows.Close()
+	col := slices.IndexFunc(rows.FieldDescriptions(), func(f pgconn.FieldDescription) bool { return f.Name == "applied" })
 	n := 0
+	var applied *bool
 	for rows.Next() {
 		n++
+		if col < 0 {
+			continue
+		}
+		values, err := rows.Values()
+		if err != nil {
+			return false, &ProtocolError{Msg: fmt.Sprintf("%s returned a row the suite cannot read: %v", section, err)}
+		}
+		if b, ok := values[col].(bool); ok {
+			applied = &b
+		}
 	}
-	rows.Close()
-	return n > 0, rows.Err()
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	switch {
+	case col < 0:
+		return n > 0, nil
+	case n == 0:
+		return false, &ProtocolError{Msg: fmt.Sprintf("%s returned no row though it has an applied column (it must return exactly one)", section)}
+	case n > 1:
+		return false, &ProtocolError{Msg: fmt.Sprintf("%s returned %d rows", section, n)}
+	case applied == nil:
+		return false, &ProtocolError{Msg: fmt.Sprintf("%s returned a NULL applied", section)}
+	}
+	return *applied, nil
 }
 
 // Exec runs a section for its effect (enqueue, expire, due, age).
