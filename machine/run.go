@@ -134,20 +134,35 @@ func (r *run) idNote(op model.Op) string {
 // its row's and fails the check when another event's row changed: the
 // cause to report, ahead of what the outcome looked like to the model.
 func (r *run) checkOwnRow(op model.Op) {
+	if r.rows == nil {
+		return
+	}
+	if err := model.CheckOwnRow(viewsOf(r.rows), viewsOf(r.readState(op)), op); err != nil {
+		r.fail(ruleOf(err.Error()), err.Error()+r.idNote(op))
+	}
+}
+
+// readState runs the protocol's state query on the harness's connection.
+// A query that fails on the server, or returns what the suite cannot read
+// (a NULL event_id), is the protocol's failure, named; anything else is
+// the harness's.
+func (r *run) readState(after model.Op) []sut.StateRow {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var rows []sut.StateRow
 	var err error
 	r.h.timed(func() { rows, err = r.h.Inst.Statements.ReadState(ctx, r.h.Inst.Conn) })
-	if err != nil || r.rows == nil {
-		return // observe reports a failed read
+	if err != nil && (sut.IsServerError(err) || sut.IsProtocolError(err)) {
+		r.fail("state query failed", fmt.Sprintf("after %v the state query failed: %v", after, err))
 	}
-	if err := model.CheckOwnRow(views(r.rows), views(rows), op); err != nil {
-		r.fail(ruleOf(err.Error()), err.Error()+r.idNote(op))
+	if err != nil {
+		r.t.Fatalf("harness: read state: %v", err)
 	}
+	return rows
 }
 
-func views(rows []sut.StateRow) []model.RowView {
+// viewsOf is the persisted view of each row the state query returned.
+func viewsOf(rows []sut.StateRow) []model.RowView {
 	out := make([]model.RowView, len(rows))
 	for i, row := range rows {
 		out[i] = row.RowView
@@ -160,33 +175,16 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 	if next == nil {
 		next = r.states
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var rows []sut.StateRow
-	var err error
-	r.h.timed(func() { rows, err = r.h.Inst.Statements.ReadState(ctx, r.h.Inst.Conn) })
-	if err != nil && (sut.IsServerError(err) || sut.IsProtocolError(err)) {
-		// The protocol's own state query failed, or returned what the
-		// suite cannot read (a NULL event_id): its failure, named.
-		r.fail("state query failed", fmt.Sprintf("after %v the state query failed: %v", op, err))
-	}
-	if err != nil {
-		r.t.Fatalf("harness: read state: %v", err)
-	}
-	views := make([]model.RowView, len(rows))
-	for i, row := range rows {
-		views[i] = row.RowView
+	rows := r.readState(op)
+	views := viewsOf(rows)
+	for _, row := range rows {
 		r.ids[row.Event] = row.ID
 	}
 	if err := model.CheckRows(views); err != nil {
 		r.fail(ruleOf(err.Error()), err.Error())
 	}
 	if r.rows != nil {
-		before := make([]model.RowView, len(r.rows))
-		for i, row := range r.rows {
-			before[i] = row.RowView
-		}
-		if err := model.CheckChange(before, views, op, got); err != nil {
+		if err := model.CheckChange(viewsOf(r.rows), views, op, got); err != nil {
 			r.fail(ruleOf(err.Error()), err.Error())
 		}
 	}

@@ -81,7 +81,7 @@ func explainClaim(s State, got Outcome) string {
 // explainUpdate names what complete, retry or renew must not do; "" when
 // no rule fits.
 func explainUpdate(s State, op Op, got Outcome) string {
-	name := strings.ToLower(string(op.Kind))
+	name := stepName(op.Kind)
 	i := s.row(op.Event)
 	switch got.Kind {
 	case Applied:

@@ -106,14 +106,22 @@ func (p *Process) readLines(r io.Reader) {
 // answer within its statement timeout plus a margin returns ErrHung, and
 // must then be killed: its late answer would be read as the next one's.
 func (p *Process) Do(req Request) (Response, error) {
+	if err := p.send(req); err != nil {
+		return Response{}, err
+	}
+	return p.await(p.spec.OpTimeout + 2*time.Second)
+}
+
+// send writes one request line; a paused process would never read it.
+func (p *Process) send(req Request) error {
 	if p.paused {
-		return Response{}, fmt.Errorf("%s is paused: a request would wait forever", p.Name)
+		return fmt.Errorf("%s is paused: a request would wait forever", p.Name)
 	}
 	b, _ := json.Marshal(req)
 	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
-		return Response{}, fmt.Errorf("send to %s: %w", p.Name, err)
+		return fmt.Errorf("send to %s: %w", p.Name, err)
 	}
-	return p.await(p.spec.OpTimeout + 2*time.Second)
+	return nil
 }
 
 // DoWatched is Do for a statement that must never wait on a lock: every
@@ -123,12 +131,8 @@ func (p *Process) Do(req Request) (Response, error) {
 // machine) is waited for up to the usual limit, so a verdict of "blocked"
 // always rests on the server's word.
 func (p *Process) DoWatched(req Request, interval time.Duration, blocked func(backend uint32) bool) (Response, error) {
-	if p.paused {
-		return Response{}, fmt.Errorf("%s is paused: a request would wait forever", p.Name)
-	}
-	b, _ := json.Marshal(req)
-	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
-		return Response{}, fmt.Errorf("send to %s: %w", p.Name, err)
+	if err := p.send(req); err != nil {
+		return Response{}, err
 	}
 	deadline := time.Now().Add(p.spec.OpTimeout + 2*time.Second)
 	for {
