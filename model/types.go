@@ -11,6 +11,9 @@ const (
 	Ready      Status = "READY"
 	InProgress Status = "INPROGRESS"
 	Sent       Status = "SENT"
+	// Dead is an event whose attempt budget (max_attempts) is spent: terminal
+	// and visible, never claimed again.
+	Dead Status = "DEAD"
 )
 
 // Order is the claim order a protocol promises.
@@ -20,6 +23,29 @@ const (
 	FIFO Order = "fifo" // the earliest-enqueued eligible row
 	Any  Order = "any"  // any eligible row
 )
+
+// Policy is what a protocol's directives promise, and what the model holds
+// it to (docs/protocol-format.md). The zero value but Order is version 1:
+// one row a claim, the strict policy, no attempt budget, SENT rows kept, no
+// rescue section.
+type Policy struct {
+	Order Order
+	// Batch is the most rows one claim takes (batch=); 0 means 1.
+	Batch int
+	// Lenient lets an expired owner's outcome apply until another claim or
+	// a rescue takes the row (policy=lenient).
+	Lenient bool
+	// MaxAttempts is the attempt budget (max_attempts=); 0: none.
+	MaxAttempts int
+	// Delete lets a completed event leave the state query (done=delete).
+	Delete bool
+	// Rescue is set when the protocol has a rescue section: an expired
+	// claim may then wait for a rescue to return it before it is claimable.
+	Rescue bool
+}
+
+// batch is the most rows one claim takes.
+func (p Policy) batch() int { return max(p.Batch, 1) }
 
 // Row is one event's committed state plus the lock of an open claim
 // transaction, if one holds it.
@@ -61,6 +87,7 @@ const (
 	Expire   Kind = "Expire"   // Event; fixture: the row's lease is expired from now on
 	MakeDue  Kind = "MakeDue"  // Event; fixture: the waiting row is due from now on
 	Age      Kind = "Age"      // Event; fixture: the row's lease deadline moves back by 60% of the declared lease
+	Rescue   Kind = "Rescue"   // the rescuer's maintenance pass (a reaper): expired claims back to READY or DEAD
 	Pause    Kind = "Pause"    // Worker; SIGSTOP
 	Resume   Kind = "Resume"   // Worker; SIGCONT
 	Kill     Kind = "Kill"     // Worker; SIGKILL: its open transaction rolls back
