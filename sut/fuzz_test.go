@@ -59,7 +59,8 @@ func FuzzParse(f *testing.F) {
 func fuzzSeeds(f *testing.F) []string {
 	seeds := []string{"", "\n", " \r\n\t\n", okText, strings.ReplaceAll(okText, "\n", "\r\n"),
 		"-- outboxlab: lease=5m\n" + okText[strings.Index(okText, "\n")+1:],
-		okText + "-- name: age\nUPDATE t SET id = id WHERE id = @id AND @seconds > 0\n"}
+		okText + "-- name: age\nUPDATE t SET id = id WHERE id = @id AND @seconds > 0\n",
+		v2Text}
 	for _, dir := range []string{"builtin", "testdata", "../testdata", "../cmd/outboxlab/testdata"} {
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || filepath.Ext(path) != ".sql" {
@@ -78,6 +79,28 @@ func fuzzSeeds(f *testing.F) []string {
 	}
 	return seeds
 }
+
+// v2Text uses every part of the format's second version: the directives, a
+// rescue section and multi-statement sections.
+const v2Text = `-- outboxlab: order=any
+-- outboxlab: batch=4
+-- outboxlab: policy=lenient
+-- outboxlab: max_attempts=3
+-- outboxlab: done=delete
+-- name: schema
+CREATE TABLE t (id int);
+-- name: claim
+CREATE TEMP TABLE picked ON COMMIT DROP AS SELECT id FROM t LIMIT 4 FOR UPDATE SKIP LOCKED;
+UPDATE t SET id = t.id FROM picked WHERE t.id = picked.id RETURNING t.id, 'e' AS event_id;
+-- name: complete
+SELECT 1 WHERE @id IS NOT NULL;
+UPDATE t SET id = id WHERE id = @id AND @generation > 0 RETURNING id;
+-- name: retry
+UPDATE t SET id = id WHERE id = @id AND @generation > 0 RETURNING id;
+-- name: rescue
+SELECT 1;
+UPDATE t SET id = id WHERE @worker <> '';
+`
 
 // fileLines splits src into lines as Parse's scanner does: at \n, one \r
 // before it dropped, no line after a final \n.
@@ -118,6 +141,9 @@ func checkProtocol(t *testing.T, src string, p *Protocol) {
 	}
 	if p.Order != model.FIFO && p.Order != model.Any {
 		t.Fatalf("Order = %q", p.Order)
+	}
+	if p.Batch < 1 || p.Batch > maxBatch || p.MaxAttempts < 0 || p.MaxAttempts > maxBatch {
+		t.Fatalf("Batch = %d, MaxAttempts = %d", p.Batch, p.MaxAttempts)
 	}
 	for _, name := range requiredSections {
 		if s := p.Sections[name]; s == nil || s.Default {
@@ -164,7 +190,7 @@ func checkOwnSection(t *testing.T, lines []string, s *Section) {
 		t.Fatalf("section %q: SQL %q is not the file's lines after line %d", s.Name, s.SQL, s.Line)
 	}
 	n := statementCount(s.SQL)
-	if n == 0 || (s.Name != Schema && n != 1) {
+	if n == 0 || (s.Name != Schema && !contains(multiSections, s.Name) && n != 1) {
 		t.Fatalf("section %q holds %d statements", s.Name, n)
 	}
 	for _, tok := range scanSQL(s.SQL) {

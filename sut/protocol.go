@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,9 @@ const (
 	Expire   = "expire"
 	Due      = "due"
 	Age      = "age"
+	// Rescue is the optional maintenance pass (a reaper) a separate actor
+	// runs: expired claims back to READY, exhausted ones to DEAD.
+	Rescue = "rescue"
 )
 
 // sectionParams lists every section and the parameters it may take
@@ -43,7 +47,14 @@ var sectionParams = map[string][]string{
 	Expire:   {"id", "worker"},
 	Due:      {"id", "worker"},
 	Age:      {"id", "seconds", "worker"},
+	Rescue:   {"worker"},
 }
+
+// multiSections may hold several statements, run in one transaction: the
+// shapes real libraries use (lock rows into a temp table, then update them),
+// which one statement cannot always say. The fixtures and the state query
+// stay single: they stand for one observation or one instant.
+var multiSections = []string{Claim, Complete, Retry, Renew, Rescue}
 
 var requiredSections = []string{Schema, Claim, Complete, Retry}
 
@@ -67,9 +78,18 @@ type Protocol struct {
 	Order model.Order
 	// Lease is the lease a claim or renew grants at least (lease=, default
 	// 30s): the age fixture holds the protocol to it.
-	Lease    time.Duration
-	Sections map[string]*Section
-	Source   string // the whole file text
+	Lease time.Duration
+	// Batch is the most rows one claim returns (batch=, default 1).
+	Batch int
+	// Lenient lets an expired owner's outcome apply until someone else
+	// takes the row (policy=lenient; the default is strict).
+	Lenient bool
+	// MaxAttempts is the attempt budget (max_attempts=); 0: none.
+	MaxAttempts int
+	// DeleteDone lets a completed event leave the state query (done=delete).
+	DeleteDone bool
+	Sections   map[string]*Section
+	Source     string // the whole file text
 }
 
 // The lease directive's default and bounds. Leases end only through the
@@ -82,13 +102,30 @@ const (
 	maxLease     = 24 * time.Hour
 )
 
+// maxBatch bounds batch= and max_attempts=: the model keeps a handful of
+// rows, so a larger value could never be reached by a check anyway.
+const maxBatch = 16
+
 // knownDirectives lists the directives, for the unknown-directive error.
-var knownDirectives = []string{"lease", "order"}
+var knownDirectives = []string{"batch", "done", "lease", "max_attempts", "order", "policy"}
 
 // Has reports whether the protocol has the section (its own or a default).
 // Install settles the defaults that depend on the server: it fills in state
 // and drops the default age when the server rejects it.
 func (p *Protocol) Has(name string) bool { return p.Sections[name] != nil }
+
+// Policy is what the protocol's directives and sections promise: what the
+// model holds it to.
+func (p *Protocol) Policy() model.Policy {
+	return model.Policy{
+		Order:       p.Order,
+		Batch:       p.Batch,
+		Lenient:     p.Lenient,
+		MaxAttempts: p.MaxAttempts,
+		Delete:      p.DeleteDone,
+		Rescue:      p.Has(Rescue),
+	}
+}
 
 // Error is a problem with a protocol file, located at FILE:LINE.
 type Error struct {
@@ -115,7 +152,7 @@ func Resolve(arg string) (*Protocol, error) {
 // Parse reads a protocol file's text. It reports every text-level error the
 // format defines; errors only the server can find are left to Install.
 func Parse(name, file, src string) (*Protocol, error) {
-	p := &Protocol{Name: name, File: file, Order: model.FIFO, Lease: DefaultLease, Sections: map[string]*Section{}, Source: src}
+	p := &Protocol{Name: name, File: file, Order: model.FIFO, Lease: DefaultLease, Batch: 1, Sections: map[string]*Section{}, Source: src}
 	errAt := func(line int, format string, args ...any) error {
 		return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -213,6 +250,28 @@ func (p *Protocol) directive(kv string) error {
 		}
 		p.Lease = d
 		return nil
+	case "batch":
+		n, err := parseCount(key, value)
+		p.Batch = n
+		return err
+	case "max_attempts":
+		n, err := parseCount(key, value)
+		p.MaxAttempts = n
+		return err
+	case "policy":
+		switch value {
+		case "strict", "lenient":
+			p.Lenient = value == "lenient"
+			return nil
+		}
+		return fmt.Errorf("policy=%s: want policy=strict or policy=lenient", value)
+	case "done":
+		switch value {
+		case "keep", "delete":
+			p.DeleteDone = value == "delete"
+			return nil
+		}
+		return fmt.Errorf("done=%s: want done=keep or done=delete", value)
 	}
 	return fmt.Errorf("unknown directive %q (known: %s)", key, strings.Join(knownDirectives, ", "))
 }
@@ -232,6 +291,20 @@ func parseLease(value string) (time.Duration, error) {
 	return d, nil
 }
 
+// parseCount reads batch= or max_attempts=, an integer from 1 to 16. Only
+// digits: strconv's "+3" would be a value no reader of the file expects.
+func parseCount(key, value string) (int, error) {
+	want := fmt.Sprintf("want an integer from 1 to %d", maxBatch)
+	if value == "" || strings.Trim(value, "0123456789") != "" {
+		return 0, fmt.Errorf("%s=%s: not an integer: %s", key, value, want)
+	}
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 1 || n > maxBatch {
+		return 0, fmt.Errorf("%s=%s: out of range: %s", key, value, want)
+	}
+	return n, nil
+}
+
 func checkSection(file string, s *Section) error {
 	errAt := func(line int, format string, args ...any) error {
 		return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
@@ -240,7 +313,7 @@ func checkSection(file string, s *Section) error {
 	if n == 0 {
 		return errAt(s.Line, "section %q holds no SQL statement", s.Name)
 	}
-	if s.Name != Schema && n > 1 {
+	if s.Name != Schema && n > 1 && !contains(multiSections, s.Name) {
 		return errAt(lineOfStatement(s, 2), "section %q holds %d statements; it takes exactly one", s.Name, n)
 	}
 	allowed := sectionParams[s.Name]
@@ -263,23 +336,12 @@ func checkSection(file string, s *Section) error {
 // lineOfStatement is the file line on which the n-th statement of s starts.
 // Comments and empty statements before it are skipped.
 func lineOfStatement(s *Section, n int) int {
-	var ends []int
-	for _, t := range scanSQL(s.SQL) {
-		if t.kind == ';' {
-			ends = append(ends, t.offset)
-		}
+	pieces := statementPieces(s.SQL)
+	if n < 1 || n > len(pieces) {
+		return s.Line
 	}
-	seen, start := 0, 0
-	for _, end := range append(ends, len(s.SQL)) {
-		if c := codeStart(s.SQL[start:end]); c >= 0 {
-			seen++
-			if seen == n {
-				return s.Line + 1 + strings.Count(s.SQL[:start+c], "\n")
-			}
-		}
-		start = end + 1
-	}
-	return s.Line
+	pc := pieces[n-1]
+	return s.Line + 1 + strings.Count(s.SQL[:pc.start+codeStart(s.SQL[pc.start:pc.end])], "\n")
 }
 
 func contains(list []string, s string) bool {

@@ -127,21 +127,29 @@ func isIdentStart(c byte) bool {
 func isIdentChar(c byte) bool { return isIdentStart(c) || (c >= '0' && c <= '9') }
 
 // statementCount counts the non-empty statements in sql.
-func statementCount(sql string) int {
-	n, start := 0, 0
+func statementCount(sql string) int { return len(statementPieces(sql)) }
+
+// piece is one non-empty statement of a section: sql[start:end], from just
+// after the previous top-level ';' (or the start) to its own ';' (or the end).
+// Comments before it belong to it; empty statements are skipped.
+type piece struct{ start, end int }
+
+func statementPieces(sql string) []piece {
+	var out []piece
+	start := 0
 	for _, t := range scanSQL(sql) {
 		if t.kind != ';' {
 			continue
 		}
 		if hasCode(sql[start:t.offset]) {
-			n++
+			out = append(out, piece{start, t.offset})
 		}
 		start = t.offset + 1
 	}
 	if hasCode(sql[start:]) {
-		n++
+		out = append(out, piece{start, len(sql)})
 	}
-	return n
+	return out
 }
 
 // hasCode reports whether text holds anything but white space and comments.

@@ -1,4 +1,4 @@
--- want: 16: section "complete" holds 2 statements
+-- want: 20: section "state" holds 2 statements
 -- outboxlab: order=fifo
 
 -- name: schema
@@ -12,6 +12,10 @@ SELECT id, 'e' AS event_id FROM outbox_lab;
 UPDATE outbox_lab SET status = 'SENT'
 WHERE id = @id
 RETURNING id;
+
+-- name: state
+SELECT id, event_id, status, NULL::boolean AS lease_expired, true AS due
+FROM outbox_lab;
 -- forgot to delete this debugging query:
 SELECT * FROM outbox_lab;
 
