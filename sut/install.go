@@ -53,7 +53,7 @@ func Install(ctx context.Context, connString string, p *Protocol) (*Instance, er
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	inst := &Instance{Proto: p, ConnString: connString, Conn: conn,
-		Statements: &Statements{Schema: schema, Stmts: map[string]Stmt{}}}
+		Statements: &Statements{Schema: schema, Batch: p.Batch, Stmts: map[string]Stmt{}}}
 	if err := inst.install(ctx); err != nil {
 		inst.Close()
 		return nil, err
@@ -107,7 +107,7 @@ func (inst *Instance) describeAll(ctx context.Context) error {
 		}
 		p.Sections[State] = &Section{Name: State, SQL: sql, Line: 1, Default: true}
 	}
-	for _, name := range []string{Complete, Retry, Renew, Enqueue, State, Expire, Due, Age} {
+	for _, name := range []string{Complete, Retry, Renew, Rescue, Enqueue, State, Expire, Due, Age} {
 		s := p.Sections[name]
 		if s == nil {
 			continue
@@ -154,6 +154,9 @@ func (inst *Instance) describeOptionalDefault(ctx context.Context, s *Section) e
 }
 
 func (inst *Instance) describe(ctx context.Context, s *Section) (*pgconn.StatementDescription, error) {
+	if pieces := statementPieces(s.SQL); len(pieces) > 1 && contains(multiSections, s.Name) {
+		return inst.describeSteps(ctx, s, pieces)
+	}
 	sql, params := positional(s.SQL)
 	desc, err := inst.Conn.PgConn().Prepare(ctx, "", sql, nil)
 	if err != nil {
@@ -163,21 +166,69 @@ func (inst *Instance) describe(ctx context.Context, s *Section) (*pgconn.Stateme
 	return desc, nil
 }
 
+// describeSteps describes a section of several statements as they will run:
+// in one transaction, each after the ones before it have run, so that a
+// later one sees what an earlier one made (a temp table, locked rows). The
+// parameters run as NULL and the transaction is rolled back, so nothing of
+// it stays. It returns the last statement's description: only its result
+// is the section's.
+func (inst *Instance) describeSteps(ctx context.Context, s *Section, pieces []piece) (*pgconn.StatementDescription, error) {
+	tx, err := inst.Conn.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: section %q: begin: %w", inst.Proto.File, s.Name, err)
+	}
+	defer tx.Rollback(ctx)
+	pg := inst.Conn.PgConn()
+	var stmts []Stmt
+	var desc *pgconn.StatementDescription
+	for i, pc := range pieces {
+		sql, params := positional(s.SQL[pc.start:pc.end])
+		if desc, err = pg.Prepare(ctx, "", sql, nil); err != nil {
+			return nil, inst.Proto.serverErrorAt(s, pc, err)
+		}
+		stmts = append(stmts, Stmt{SQL: sql, Params: params})
+		if i == len(pieces)-1 {
+			break
+		}
+		nulls := make([][]byte, len(desc.ParamOIDs))
+		if _, err := pg.ExecPrepared(ctx, "", nulls, nil, nil).Close(); err != nil {
+			return nil, inst.Proto.serverErrorAt(s, pc, err)
+		}
+	}
+	last := stmts[len(stmts)-1]
+	last.Prelude = stmts[:len(stmts)-1]
+	inst.Statements.Stmts[s.Name] = last
+	return desc, nil
+}
+
 // serverError turns a server's complaint about a section into FILE:LINE,
 // using the error's character position when it has one. The position counts
 // in the statement as sent: positional's rewrite of the section (schema,
 // which takes no parameters, is sent as written, which maps the same way).
 func (p *Protocol) serverError(s *Section, err error) error {
+	return p.serverErrorAt(s, piece{0, len(s.SQL)}, err)
+}
+
+// serverErrorAt is serverError for the statement pc of a section that holds
+// several, each sent on its own: a position counts in that statement.
+func (p *Protocol) serverErrorAt(s *Section, pc piece, err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return fmt.Errorf("%s: section %q: %w", p.File, s.Name, err)
 	}
 	line := s.Line
 	if !s.Default {
-		line = s.Line + 1 + leadingLines(s.SQL)
-		if pos := int(pgErr.Position); pos > 0 {
-			line = s.Line + 1 + strings.Count(s.SQL[:errorOffset(s.SQL, pos)], "\n")
+		text := s.SQL[pc.start:pc.end]
+		at := pc.start + len(text) - len(strings.TrimLeft(text, " \t\r\n"))
+		if pc.start > 0 {
+			// A later statement starts after the last one's ';', often
+			// with a comment between: its own first line is meant.
+			at = pc.start + max(codeStart(text), 0)
 		}
+		if pos := int(pgErr.Position); pos > 0 {
+			at = pc.start + errorOffset(text, pos)
+		}
+		line = s.Line + 1 + strings.Count(s.SQL[:at], "\n")
 		if line > s.Line+strings.Count(s.SQL, "\n")+1 {
 			line = s.Line
 		}
@@ -187,10 +238,6 @@ func (p *Protocol) serverError(s *Section, err error) error {
 		what = "default " + s.Name + " statement (the protocol has no " + s.Name + " section; supply one for a table other than outbox_lab)"
 	}
 	return &Error{File: p.File, Line: line, Msg: fmt.Sprintf("%s: %s (SQLSTATE %s)", what, pgErr.Message, pgErr.Code)}
-}
-
-func leadingLines(sql string) int {
-	return strings.Count(sql[:len(sql)-len(strings.TrimLeft(sql, " \t\r\n"))], "\n")
 }
 
 // Close drops the run's schema and closes the checking connection.

@@ -126,7 +126,7 @@ func lab(override map[string]string) string {
 	}
 	var b strings.Builder
 	b.WriteString("-- A test protocol.\n-- outboxlab: order=fifo\n")
-	for _, name := range []string{Schema, Claim, Complete, Retry, Renew, Enqueue, State, Expire, Due, Age} {
+	for _, name := range []string{Schema, Claim, Complete, Retry, Renew, Rescue, Enqueue, State, Expire, Due, Age} {
 		if sql, ok := sections[name]; ok {
 			fmt.Fprintf(&b, "\n-- name: %s\n%s\n", name, sql)
 		}
@@ -214,6 +214,32 @@ func TestInstallErrors(t *testing.T) {
 		{"enqueue of a wrong column",
 			map[string]string{Enqueue: "INSERT INTO outbox_lab (event) VALUES (@event_id)"},
 			"INSERT INTO outbox_lab (event)", []string{"section enqueue", `"event"`}},
+		// A section of several statements: each is described after the
+		// earlier ones ran, and an error points into its own statement.
+		{"unknown column in the second statement of a claim",
+			map[string]string{Claim: strings.Replace(pickedClaim("1"), "WHERE o.id = p.id", "WHERE o.id = p.idd", 1)},
+			"WHERE o.id = p.idd", []string{"section claim", `p.idd`, "42703"}},
+		{"second statement on a table the first did not make",
+			map[string]string{Claim: "CREATE TEMP TABLE pickd ON COMMIT DROP AS SELECT id FROM outbox_lab LIMIT 1;\nUPDATE outbox_lab AS o SET generation = o.generation + 1\nFROM picked AS p\nWHERE o.id = p.id RETURNING o.id, o.event_id, o.generation"},
+			"FROM picked AS p", []string{"section claim", `relation "picked" does not exist`, "42P01"}},
+		{"syntax error in the first statement of a renew",
+			map[string]string{Renew: "SELECT 1\nFROM FROM outbox_lab WHERE id = @id;\n" + strings.Replace(labComplete, "status = 'SENT', lease_until = NULL", "lease_until = now() + interval '30 seconds'", 1)},
+			"FROM FROM", []string{"section renew", "syntax error", "42601"}},
+		{"a prelude statement that fails when it runs",
+			map[string]string{Complete: "SELECT 1 WHERE @id::bigint IS NULL;\n-- then:\nSELECT 1/0;\n" + labComplete},
+			"SELECT 1/0", []string{"section complete", "division by zero", "22012"}},
+		{"syntax error at the end of a middle statement",
+			map[string]string{Rescue: "SELECT 1;\nUPDATE outbox_lab SET status = 'READY'\nWHERE (\n;\nSELECT 2"},
+			"WHERE (\n", []string{"section rescue", "syntax error at end of input"}},
+		{"error in the last of three statements of a retry",
+			map[string]string{Retry: "SELECT 1;\nSELECT 2;\n" + strings.Replace(labRetry, "AND generation = @generation", "AND generaton = @generation", 1)},
+			"AND generaton", []string{"section retry", "generaton", "42703"}},
+		{"claim columns of the last statement",
+			map[string]string{Claim: "SELECT 1 AS id, 'e' AS event_id, 1::bigint AS generation;\nSELECT id, generation FROM outbox_lab LIMIT 1"},
+			"-- name: claim", []string{`section "claim"`, "missing result column(s) event_id"}},
+		{"complete whose last statement returns no columns",
+			map[string]string{Complete: labComplete + "\nUPDATE outbox_lab SET status = status WHERE false"},
+			"-- name: complete", []string{`section "complete"`, "returns no columns"}},
 		// An own age section is checked like any other; only the default
 		// age may be dropped.
 		{"age on a column that does not exist",

@@ -16,6 +16,11 @@ import (
 type Stmt struct {
 	SQL    string
 	Params []string
+	// Prelude is the statements before the last of a section that holds
+	// several, in order, each rewritten on its own; SQL and Params are the
+	// last one's, whose rows are the section's result. Empty for a section
+	// of one statement.
+	Prelude []Stmt `json:",omitempty"`
 }
 
 // Statements are a protocol's statements as installed in one schema. They are
@@ -23,7 +28,9 @@ type Stmt struct {
 type Statements struct {
 	Schema string
 	HasGen bool
-	Stmts  map[string]Stmt
+	// Batch is the most rows one claim may return (batch=); 0 means 1.
+	Batch int
+	Stmts map[string]Stmt
 }
 
 // Querier runs a statement: a *pgx.Conn or a pgx.Tx.
@@ -62,14 +69,6 @@ func (a Args) list(names []string) []any {
 	return out
 }
 
-// ClaimResult is what a claim returned.
-type ClaimResult struct {
-	Found bool
-	ID    string
-	Event string
-	Gen   int64 // 0 when the protocol has no generation
-}
-
 // ProtocolError is a statement that ran but returned what its section may
 // not: two rows from a one-row claim, a NULL id or generation. It is the
 // protocol's own failure, never an ambiguous outcome: the connection is fine.
@@ -83,61 +82,6 @@ func IsProtocolError(err error) bool {
 	return errors.As(err, &pe)
 }
 
-// Claim runs the claim section.
-func (s *Statements) Claim(ctx context.Context, q Querier, worker string) (ClaimResult, error) {
-	st := s.Stmts[Claim]
-	rows, err := q.Query(ctx, st.SQL, Args{Worker: worker}.list(st.Params)...)
-	if err != nil {
-		return ClaimResult{}, err
-	}
-	defer rows.Close()
-	var res ClaimResult
-	n := 0
-	for rows.Next() {
-		n++
-		// Nullable targets, so that a NULL is reported as what it is
-		// rather than as a scan error.
-		var id, event *string
-		var gen *int64
-		targets := make([]any, len(rows.FieldDescriptions()))
-		for i, f := range rows.FieldDescriptions() {
-			switch f.Name {
-			case "id":
-				targets[i] = &id
-			case "event_id":
-				targets[i] = &event
-			case "generation":
-				targets[i] = &gen
-			default:
-				targets[i] = new(any)
-			}
-		}
-		if err := rows.Scan(targets...); err != nil {
-			return ClaimResult{}, &ProtocolError{Msg: fmt.Sprintf("claim returned a row the suite cannot read: %v", err)}
-		}
-		switch {
-		case id == nil:
-			return ClaimResult{}, &ProtocolError{Msg: "claim returned a NULL id"}
-		case event == nil:
-			return ClaimResult{}, &ProtocolError{Msg: "claim returned a NULL event_id"}
-		case s.HasGen && gen == nil:
-			return ClaimResult{}, &ProtocolError{Msg: "claim returned a NULL generation"}
-		}
-		res.ID, res.Event = *id, *event
-		if gen != nil {
-			res.Gen = *gen
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return ClaimResult{}, err
-	}
-	if n > 1 {
-		return ClaimResult{}, &ProtocolError{Msg: fmt.Sprintf("claim returned %d rows", n)}
-	}
-	res.Found = n == 1
-	return res, nil
-}
-
 // Apply runs complete, retry or renew and reports whether it applied: it
 // returned at least one row, or, for a statement that always returns its
 // row, exactly one row whose boolean column applied says so.
@@ -146,11 +90,18 @@ func (s *Statements) Apply(ctx context.Context, q Querier, section string, a Arg
 	if !ok {
 		return false, fmt.Errorf("protocol has no %s section", section)
 	}
-	rows, err := q.Query(ctx, st.SQL, a.list(st.Params)...)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
+	var applied bool
+	err := query(ctx, q, st, a, func(rows pgx.Rows) error {
+		var err error
+		applied, err = readOutcome(rows, section)
+		return err
+	})
+	return applied, err
+}
+
+// readOutcome reads the rows of complete, retry or renew (the last
+// statement's, for a section of several).
+func readOutcome(rows pgx.Rows, section string) (bool, error) {
 	col := slices.IndexFunc(rows.FieldDescriptions(), func(f pgconn.FieldDescription) bool { return f.Name == "applied" })
 	n := 0
 	var applied *bool
@@ -183,19 +134,23 @@ func (s *Statements) Apply(ctx context.Context, q Querier, section string, a Arg
 	return *applied, nil
 }
 
-// Exec runs a section for its effect (enqueue, expire, due, age).
+// Exec runs a section for its effect (enqueue, expire, due, age, rescue).
 func (s *Statements) Exec(ctx context.Context, q Querier, section string, a Args) error {
 	st, ok := s.Stmts[section]
 	if !ok {
 		// (an empty statement would run and do nothing)
 		return fmt.Errorf("protocol has no %s section", section)
 	}
-	rows, err := q.Query(ctx, st.SQL, a.list(st.Params)...)
-	if err != nil {
-		return err
-	}
-	rows.Close()
-	return rows.Err()
+	return query(ctx, q, st, a, func(rows pgx.Rows) error {
+		rows.Close()
+		return rows.Err()
+	})
+}
+
+// Rescue runs the rescue section, the maintenance pass, as worker (the
+// rescuer); its rows are ignored.
+func (s *Statements) Rescue(ctx context.Context, q Querier, worker string) error {
+	return s.Exec(ctx, q, Rescue, Args{Worker: worker})
 }
 
 // StateRow is one row of the state query: the persisted view and the id the
