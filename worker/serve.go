@@ -91,13 +91,15 @@ func (a *agent) connect() Response {
 
 // prepare readies the worker's statements as soon as it connects, so that
 // each later runs in one round trip: a reply lost to a network fault is
-// then the reply of a statement that ran, not of its preparation.
+// then the reply of a statement that ran, not of its preparation. A section
+// of several statements is left to pgx's cache: its later statements may
+// name what the earlier ones make (a temp table), which does not exist yet.
 func prepare(conn *pgx.Conn, spec Spec) error {
 	ctx, cancel := context.WithTimeout(context.Background(), spec.OpTimeout)
 	defer cancel()
-	for _, name := range []string{sut.Claim, sut.Complete, sut.Retry, sut.Renew} {
+	for _, name := range []string{sut.Claim, sut.Complete, sut.Retry, sut.Renew, sut.Rescue} {
 		st, ok := spec.Statements.Stmts[name]
-		if !ok {
+		if !ok || len(st.Prelude) > 0 {
 			continue
 		}
 		// Named by its text, pgx runs the prepared statement for Query(sql).
@@ -163,11 +165,11 @@ func (a *agent) run(ctx context.Context, req Request) Response {
 			}
 			a.tx, q = tx, tx
 		}
-		c, err := st.Claim(ctx, q, a.spec.Name)
+		rows, err := st.ClaimRows(ctx, q, a.spec.Name)
 		if err != nil {
 			return failure(err, ctx.Err() != nil)
 		}
-		return Response{Found: c.Found, ID: c.ID, Event: c.Event, Gen: c.Gen}
+		return claimed(rows)
 	case "commit", "rollback":
 		if a.tx == nil {
 			return Response{Err: req.Op + ": no open transaction"}
@@ -190,8 +192,27 @@ func (a *agent) run(ctx context.Context, req Request) Response {
 			return failure(err, ctx.Err() != nil)
 		}
 		return Response{Applied: ok}
+	case sut.Rescue:
+		if err := st.Rescue(ctx, q, a.spec.Name); err != nil {
+			return failure(err, ctx.Err() != nil)
+		}
+		return Response{}
 	}
 	return Response{Err: fmt.Sprintf("unknown op %q", req.Op)}
+}
+
+// claimed is a claim's response: every row, and the first one also in
+// Found, ID, Event and Gen, which a one-row protocol's reader looks at.
+func claimed(rows []sut.ClaimResult) Response {
+	if len(rows) == 0 {
+		return Response{}
+	}
+	resp := Response{Found: true, ID: rows[0].ID, Event: rows[0].Event, Gen: rows[0].Gen,
+		Rows: make([]ClaimRow, len(rows))}
+	for i, r := range rows {
+		resp.Rows[i] = ClaimRow{ID: r.ID, Event: r.Event, Gen: r.Gen}
+	}
+	return resp
 }
 
 func (a *agent) drop() {

@@ -27,19 +27,22 @@ type Spec struct {
 
 // Request is one line the parent writes.
 type Request struct {
-	Op  string `json:"op"` // claim, begin, commit, rollback, complete, retry, renew, reconnect
+	Op  string `json:"op"` // claim, begin, commit, rollback, complete, retry, renew, rescue, reconnect
 	ID  string `json:"id,omitempty"`
 	Gen int64  `json:"gen,omitempty"`
 }
 
 // Response is one line the worker writes back.
 type Response struct {
-	Found   bool   `json:"found,omitempty"`
-	ID      string `json:"id,omitempty"`
-	Event   string `json:"event,omitempty"`
-	Gen     int64  `json:"gen,omitempty"`
-	Applied bool   `json:"applied,omitempty"`
-	Err     string `json:"err,omitempty"`
+	// Found, ID, Event and Gen are a claim's first row; Rows all of them
+	// (up to the protocol's batch), in the order the claim returned them.
+	Found   bool       `json:"found,omitempty"`
+	ID      string     `json:"id,omitempty"`
+	Event   string     `json:"event,omitempty"`
+	Gen     int64      `json:"gen,omitempty"`
+	Rows    []ClaimRow `json:"rows,omitempty"`
+	Applied bool       `json:"applied,omitempty"`
+	Err     string     `json:"err,omitempty"`
 	// ServerErr is set when the server ran the statement and reported an
 	// error; an error that is neither this nor Protocol (connection lost,
 	// timeout) leaves the outcome unknown.
@@ -54,4 +57,11 @@ type Response struct {
 	// Backend is the server process id of the worker's connection (0 when
 	// it has none), so the parent can wait for it to end after a kill.
 	Backend uint32 `json:"backend,omitempty"`
+}
+
+// ClaimRow is one row a claim returned.
+type ClaimRow struct {
+	ID    string `json:"id"`
+	Event string `json:"event"`
+	Gen   int64  `json:"gen"`
 }
