@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -91,23 +90,6 @@ type Protocol struct {
 	Sections   map[string]*Section
 	Source     string // the whole file text
 }
-
-// The lease directive's default and bounds. Leases end only through the
-// fixtures, never the wall clock, so the bounds only keep a value sane: under
-// a second is surely a typo for a longer unit, over a day a lease no real
-// worker would hold.
-const (
-	DefaultLease = 30 * time.Second
-	minLease     = time.Second
-	maxLease     = 24 * time.Hour
-)
-
-// maxBatch bounds batch= and max_attempts=: the model keeps a handful of
-// rows, so a larger value could never be reached by a check anyway.
-const maxBatch = 16
-
-// knownDirectives lists the directives, for the unknown-directive error.
-var knownDirectives = []string{"batch", "done", "lease", "max_attempts", "order", "policy"}
 
 // Has reports whether the protocol has the section (its own or a default).
 // Install settles the defaults that depend on the server: it fills in state
@@ -227,82 +209,6 @@ func header(line, prefix string) (string, bool) {
 		return "", false
 	}
 	return strings.TrimSpace(line[len(prefix):]), true
-}
-
-func (p *Protocol) directive(kv string) error {
-	key, value, ok := strings.Cut(kv, "=")
-	key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-	if !ok {
-		return fmt.Errorf("directive %q is not KEY=VALUE", kv)
-	}
-	switch key {
-	case "order":
-		switch model.Order(value) {
-		case model.FIFO, model.Any:
-			p.Order = model.Order(value)
-			return nil
-		}
-		return fmt.Errorf("order=%s: want order=fifo or order=any", value)
-	case "lease":
-		d, err := parseLease(value)
-		if err != nil {
-			return err
-		}
-		p.Lease = d
-		return nil
-	case "batch":
-		n, err := parseCount(key, value)
-		p.Batch = n
-		return err
-	case "max_attempts":
-		n, err := parseCount(key, value)
-		p.MaxAttempts = n
-		return err
-	case "policy":
-		switch value {
-		case "strict", "lenient":
-			p.Lenient = value == "lenient"
-			return nil
-		}
-		return fmt.Errorf("policy=%s: want policy=strict or policy=lenient", value)
-	case "done":
-		switch value {
-		case "keep", "delete":
-			p.DeleteDone = value == "delete"
-			return nil
-		}
-		return fmt.Errorf("done=%s: want done=keep or done=delete", value)
-	}
-	return fmt.Errorf("unknown directive %q (known: %s)", key, strings.Join(knownDirectives, ", "))
-}
-
-// parseLease reads the lease directive's value, a Go duration from 1s to
-// 24h. The messages do not quote time.ParseDuration's, so they stay the same
-// whatever Go version built the tool.
-func parseLease(value string) (time.Duration, error) {
-	const want = "want a Go duration from 1s to 24h, such as lease=30s, lease=5m or lease=1h"
-	d, err := time.ParseDuration(value)
-	if err != nil {
-		return 0, fmt.Errorf("lease=%s: not a duration: %s", value, want)
-	}
-	if d < minLease || d > maxLease {
-		return 0, fmt.Errorf("lease=%s: out of range: %s", value, want)
-	}
-	return d, nil
-}
-
-// parseCount reads batch= or max_attempts=, an integer from 1 to 16. Only
-// digits: strconv's "+3" would be a value no reader of the file expects.
-func parseCount(key, value string) (int, error) {
-	want := fmt.Sprintf("want an integer from 1 to %d", maxBatch)
-	if value == "" || strings.Trim(value, "0123456789") != "" {
-		return 0, fmt.Errorf("%s=%s: not an integer: %s", key, value, want)
-	}
-	n, err := strconv.Atoi(value)
-	if err != nil || n < 1 || n > maxBatch {
-		return 0, fmt.Errorf("%s=%s: out of range: %s", key, value, want)
-	}
-	return n, nil
 }
 
 func checkSection(file string, s *Section) error {
