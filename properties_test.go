@@ -43,7 +43,7 @@ func TestLeasedStateMachine(t *testing.T) {
 	h.Coverage.Print(&b, append(append([]string(nil), machine.BaseClasses...), machine.FaultClasses...))
 	t.Logf("coverage:\n%s", b.String())
 	// A user's server is never crashed: no restart required there.
-	required := machine.RequiredClasses(h.Cfg, h.Inst.Proto.Has, h.Srv.Owned())
+	required := machine.RequiredClasses(h.Cfg, h.Inst.Proto.Policy(), h.Inst.Proto.Has, h.Srv.Owned())
 	if missing := h.Coverage.Missing(required); len(missing) > 0 {
 		t.Errorf("the run never exercised %v: a suite that never gets there proves nothing", missing)
 	}

@@ -35,6 +35,7 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		ActRequestLost:   func(t *rapid.T) { r.networkFault(t, false) },
 		ActReplyLost:     func(t *rapid.T) { r.networkFault(t, true) },
 		ActDBRestart:     r.dbRestart,
+		ActRescue:        r.rescue,
 	}
 	hasRenew := r.h.Inst.Proto.Has("renew")
 	out := map[string]func(*rapid.T){"": func(*rapid.T) {}}
@@ -47,6 +48,9 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		}
 		if name == ActAge && !r.h.Inst.Proto.Has(sut.Age) {
 			continue // no age section: lease length is not exercised
+		}
+		if name == ActRescue && !r.h.Inst.Proto.Has(sut.Rescue) {
+			continue
 		}
 		if name == ActDBRestart && (r.h.Faults == nil || !r.h.Faults.CanRestart()) {
 			continue
@@ -200,4 +204,14 @@ func fixtureApplies(kind model.Kind, row model.Row) bool {
 		return row.Status == model.Ready && !row.Due
 	}
 	return false
+}
+
+// rescue runs the rescuer's maintenance pass, unless it could wait on an
+// open claim transaction's row lock (model.State.Blocks).
+func (r *run) rescue(t *rapid.T) {
+	op := model.Op{Kind: model.Rescue}
+	if r.blocks(op) {
+		t.Skip("the rescue would wait on an open claim transaction")
+	}
+	r.exec(op, func() model.Outcome { return r.runRescue() })
 }

@@ -72,6 +72,7 @@ const (
 	ActRequestLost   = "request_lost"
 	ActReplyLost     = "reply_lost"
 	ActDBRestart     = "db_restart"
+	ActRescue        = "rescue"
 )
 
 // FaultActions are enabled only with Config.Faults.

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/outboxlab/outboxlab/model"
 	"github.com/outboxlab/outboxlab/sut"
 )
 
@@ -28,6 +29,13 @@ const (
 	CovRequestLost           = "request_lost"
 	CovReplyLost             = "reply_lost"
 	CovDBRestart             = "db_restart"
+	// Version 2: each is required only when a directive or a section makes
+	// it possible (see RequiredClasses).
+	CovBatchClaim         = "batch_claim"          // a claim returned more than one row
+	CovRescue             = "rescue"               // a rescue ran with an expired claim to act on
+	CovDead               = "dead"                 // an event went DEAD
+	CovLateOutcomeLenient = "late_outcome_lenient" // an expired owner's outcome before anyone took the row
+	CovDeletedOnComplete  = "deleted_on_complete"  // a complete deleted its row
 )
 
 // BaseClasses must all be non-zero after a default-budget run of a correct
@@ -35,6 +43,7 @@ const (
 // FaultClasses too when faults are on.
 var (
 	BaseClasses  = []string{CovClaim, CovReclaim, CovComplete, CovStaleCompleteRejected, CovRetry, CovStaleRetryRejected, CovRenew, CovExpire, CovAge, CovRenewAged, CovPause, CovKill, CovOpenTxSkip}
+	V2Classes    = []string{CovBatchClaim, CovRescue, CovDead, CovLateOutcomeLenient}
 	FaultClasses = []string{CovRequestLost, CovReplyLost, CovDBRestart}
 )
 
@@ -47,15 +56,36 @@ var needs = map[string][]string{
 	CovRenewAged: {sut.Renew, sut.Age},
 }
 
+// directiveNeeds says which directive makes a version-2 class possible.
+// deleted_on_complete is never required: done=delete allows a complete to
+// delete, it does not demand it.
+var directiveNeeds = map[string]string{
+	CovBatchClaim:         "batch>1",
+	CovDead:               "max_attempts",
+	CovLateOutcomeLenient: "policy=lenient",
+}
+
 // RequiredClasses are the classes a run must all reach before its pass
 // means anything: the base classes the protocol's sections make possible
-// (has reports a section), the faults only when they are on, a restart only
-// on a server the harness may crash. A class that depends on what the
+// (has reports a section), the version-2 classes its directives make
+// possible (p), the faults only when they are on, a restart only on a
+// server the harness may crash. A class that depends on what the
 // statements happen to do is never required.
-func RequiredClasses(cfg Config, has func(section string) bool, canRestart bool) []string {
+func RequiredClasses(cfg Config, p model.Policy, has func(section string) bool, canRestart bool) []string {
 	var out []string
 	for _, class := range BaseClasses {
 		if !slices.ContainsFunc(needs[class], func(s string) bool { return !has(s) }) {
+			out = append(out, class)
+		}
+	}
+	possible := map[string]bool{
+		CovBatchClaim:         p.Batch > 1,
+		CovRescue:             has(sut.Rescue),
+		CovDead:               p.MaxAttempts > 0,
+		CovLateOutcomeLenient: p.Lenient,
+	}
+	for _, class := range V2Classes {
+		if possible[class] {
 			out = append(out, class)
 		}
 	}
@@ -69,9 +99,18 @@ func RequiredClasses(cfg Config, has func(section string) bool, canRestart bool)
 	return out
 }
 
-// ClassSections lists, for the help text, which sections make each base
-// class required.
-func ClassSections() map[string][]string { return needs }
+// ClassSections lists, for the help text, which sections (or directives)
+// make each class required.
+func ClassSections() map[string][]string {
+	out := map[string][]string{CovRescue: {sut.Rescue}}
+	for class, sections := range needs {
+		out[class] = sections
+	}
+	for class, directive := range directiveNeeds {
+		out[class] = []string{directive}
+	}
+	return out
+}
 
 // Coverage counts events across all checks of a run.
 type Coverage struct {

@@ -4,12 +4,15 @@ import (
 	"fmt"
 
 	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/sut"
 )
 
 // drain ends every check: everyone resumed or respawned, open transactions
-// rolled back, every lease expired and every row due, then claim and
-// complete until nothing is claimable. Every event must end SENT: this is
-// what catches a row stranded by a dead worker or a lost reply.
+// rolled back, every lease expired, a rescue (when the protocol has one),
+// every row due, then claim and complete until nothing is claimable. Every
+// event must end SENT, or DEAD once its attempt budget is spent (the model
+// allows DEAD only then): this is what catches a row stranded by a dead
+// worker, a lost reply or a rescue that never returns it.
 func (r *run) drain() {
 	r.draining = true
 	r.log("     -- drain --")
@@ -24,27 +27,40 @@ func (r *run) drain() {
 			r.exec(model.Op{Kind: model.Rollback, Worker: w}, func() model.Outcome { return r.runEndTx(w, model.Rollback) })
 		}
 	}
-	r.releaseAll()
+	r.recoverAll()
 	w := r.workers[0]
 	for i := 0; i <= 3*len(r.model().Rows); i++ {
 		got := r.exec(model.Op{Kind: model.ClaimOp, Worker: w}, func() model.Outcome { return r.runClaim(w, model.ClaimOp) })
 		if got.Kind == model.Unknown {
 			// A connection a restart broke while w was paused: the claim
 			// may have landed, owned by nobody. Release it and go on.
-			r.releaseAll()
+			r.recoverAll()
 			continue
 		}
 		if got.Kind != model.Claimed {
 			break
 		}
-		op := model.Op{Kind: model.Complete, Worker: w, Event: got.Event, Gen: got.Gen}
-		r.exec(op, func() model.Outcome { return r.runOutcome(op) })
+		for _, g := range got.Grants() {
+			op := model.Op{Kind: model.Complete, Worker: w, Event: g.Event, Gen: g.Gen}
+			r.exec(op, func() model.Outcome { return r.runOutcome(op) })
+		}
 	}
 	for _, row := range r.rows {
-		if row.Status != model.Sent {
+		if row.Status != model.Sent && row.Status != model.Dead {
 			r.fail("an event never reached SENT",
 				fmt.Sprintf("after the drain %s is %s: an event never reached SENT (stranded row)", row.Event, rowText(row.RowView)))
 		}
+	}
+}
+
+// recoverAll releases every row and, when the protocol has a rescue,
+// runs it: a protocol whose claim leaves expired leases to the rescue
+// gets them back only this way.
+func (r *run) recoverAll() {
+	r.releaseAll()
+	if r.h.Inst.Proto.Has(sut.Rescue) {
+		r.exec(model.Op{Kind: model.Rescue}, func() model.Outcome { return r.runRescue() })
+		r.releaseAll() // a rescue may return rows with a backoff
 	}
 }
 

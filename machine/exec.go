@@ -1,10 +1,12 @@
 package machine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,12 +39,48 @@ func (r *run) runClaim(w string, kind model.Kind) model.Outcome {
 	if unknown {
 		return model.Outcome{Kind: model.Unknown}
 	}
-	if !resp.Found {
+	return r.claimOutcome(resp.Rows)
+}
+
+// claimOutcome is a claim's rows as the model's outcome: in enqueue order
+// (a batch may come back in any order; an event never enqueued goes
+// last), with the id of each kept for its outcome steps.
+func (r *run) claimOutcome(rows []worker.ClaimRow) model.Outcome {
+	if len(rows) == 0 {
 		return model.Outcome{Kind: model.Empty}
 	}
-	r.claimedID = resp.ID
-	return model.Outcome{Kind: model.Claimed, Event: resp.Event, Gen: resp.Gen}
+	s := r.model()
+	order := func(e string) int {
+		if i := rowIndex(s, e); i >= 0 {
+			return i
+		}
+		return len(s.Rows)
+	}
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b worker.ClaimRow) int { return cmp.Compare(order(a.Event), order(b.Event)) })
+	r.claimedIDs = map[string]string{}
+	out := model.Outcome{Kind: model.Claimed, Event: rows[0].Event, Gen: rows[0].Gen}
+	for i, row := range rows {
+		r.claimedIDs[row.Event] = row.ID
+		if i > 0 {
+			out.More = append(out.More, model.Grant{Event: row.Event, Gen: row.Gen})
+		}
+	}
+	return out
 }
+
+// runRescue runs the rescue section on the rescuer's own process: a
+// separate actor, as a library's reaper is, whose statement may block or
+// fail like any worker's.
+func (r *run) runRescue() model.Outcome {
+	if _, unknown := r.request(rescuer, worker.Request{Op: "rescue"}, model.Op{Kind: model.Rescue}); unknown {
+		return model.Outcome{Kind: model.Unknown}
+	}
+	return model.Outcome{Kind: model.OK}
+}
+
+// rescuer is the rescue actor's name: its process's @worker.
+const rescuer = "rescuer"
 
 func (r *run) runEndTx(w string, kind model.Kind) model.Outcome {
 	op := "commit"
@@ -133,12 +171,22 @@ func (h *Harness) waitsOnLock(backend uint32) bool {
 	return err == nil && blocked
 }
 
-var rowCount = regexp.MustCompile(`^(\w+) returned \d+ rows$`)
+var (
+	rowCount   = regexp.MustCompile(`^(\w+) returned \d+ rows$`)
+	batchCount = regexp.MustCompile(`^claim returned \d+ rows, more than batch=\d+$`)
+	twice      = regexp.MustCompile(`^claim returned event .* twice$`)
+)
 
 // protocolRule is the rule a result the format forbids breaks, the same
 // whatever the row count: "claim returned 3 rows" while shrinking drops an
 // event is still the rule "claim returned more than one row".
 func protocolRule(msg string) string {
+	switch {
+	case batchCount.MatchString(msg):
+		return "claim returned more than batch rows"
+	case twice.MatchString(msg):
+		return "claim returned an event twice"
+	}
 	if m := rowCount.FindStringSubmatch(msg); m != nil {
 		return m[1] + " returned more than one row"
 	}
@@ -200,8 +248,14 @@ func (r *run) countCoverage(op model.Op, got model.Outcome) {
 	case model.ClaimOp, model.Begin:
 		if got.Kind == model.Claimed {
 			cov.add(CovClaim)
-			if i := rowIndex(s, got.Event); i >= 0 && s.Rows[i].Status == model.InProgress {
-				cov.add(CovReclaim)
+			if len(got.More) > 0 {
+				cov.add(CovBatchClaim)
+			}
+			for _, g := range got.Grants() {
+				if i := rowIndex(s, g.Event); i >= 0 && s.Rows[i].Status == model.InProgress {
+					cov.add(CovReclaim)
+					break
+				}
 			}
 		}
 		for _, row := range s.Rows {
@@ -212,7 +266,11 @@ func (r *run) countCoverage(op model.Op, got model.Outcome) {
 			}
 		}
 	case model.Complete, model.Retry, model.Renew:
-		stale := !s.IsCurrent(model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen})
+		c := model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}
+		stale := !s.IsCurrent(c)
+		if s.Late(c) && got.Kind != model.Unknown {
+			cov.add(CovLateOutcomeLenient)
+		}
 		if got.Kind == model.Applied && op.Kind == model.Renew {
 			if i := rowIndex(s, op.Event); i >= 0 && s.Rows[i].Aged {
 				cov.add(CovRenewAged)
@@ -226,6 +284,13 @@ func (r *run) countCoverage(op model.Op, got model.Outcome) {
 		case got.Kind == model.Rejected && stale && op.Kind == model.Retry:
 			cov.add(CovStaleRetryRejected)
 		}
+	case model.Rescue:
+		for _, row := range s.Rows {
+			if row.Status == model.InProgress && !row.LeaseLive {
+				cov.add(CovRescue) // a rescue with an expired claim to act on
+				break
+			}
+		}
 	case model.Expire:
 		cov.add(CovExpire)
 	case model.Age:
@@ -234,6 +299,24 @@ func (r *run) countCoverage(op model.Op, got model.Outcome) {
 		cov.add(CovPause)
 	case model.Kill:
 		cov.add(CovKill)
+	}
+}
+
+// countRowCoverage records what the rows show a step did: a row made
+// DEAD, a row deleted on complete.
+func (r *run) countRowCoverage(before, after []sut.StateRow) {
+	now := map[string]model.Status{}
+	for _, row := range after {
+		now[row.Event] = row.Status
+	}
+	for _, row := range before {
+		status, ok := now[row.Event]
+		switch {
+		case !ok:
+			r.h.Coverage.add(CovDeletedOnComplete)
+		case status == model.Dead && row.Status != model.Dead:
+			r.h.Coverage.add(CovDead)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,7 +104,8 @@ func New(srv *pgserver.Server, inst *sut.Instance, cfg Config) *Harness {
 // when faults are attached.
 func (h *Harness) workerSpec(name string) worker.Spec {
 	cs := h.Inst.ConnString
-	if h.Faults != nil {
+	if h.Faults != nil && name != rescuer {
+		// The rescuer is not a network fault's target: it connects directly.
 		cs = h.Faults.WorkerConnString(name)
 	}
 	return worker.Spec{Name: name, ConnString: cs, Statements: h.Inst.Statements, OpTimeout: h.Cfg.OpTimeout}
@@ -158,7 +160,7 @@ func (h *Harness) begin(t *rapid.T) *run {
 		t.Fatalf("harness: %v", err)
 	}
 	var events []string
-	state := model.New(h.Inst.Proto.Order)
+	state := model.NewWith(h.policy())
 	for i := 0; i < nEvents; i++ {
 		events = append(events, EventName(i))
 		state = state.Step(model.Op{Kind: model.Enqueue, Event: EventName(i)})[0].Next
@@ -180,8 +182,14 @@ func (h *Harness) begin(t *rapid.T) *run {
 // preparePool makes every named worker a live, running process with no
 // open transaction, whatever the previous check left (see worker.Pool).
 func (h *Harness) preparePool(names []string) error {
+	if h.Inst.Proto.Has(sut.Rescue) {
+		names = append(slices.Clone(names), rescuer)
+	}
 	return h.pool.Prepare(names, func(name string) { h.kill(name) })
 }
+
+// policy is what the protocol's directives and sections promise.
+func (h *Harness) policy() model.Policy { return h.Inst.Proto.Policy() }
 
 // kill SIGKILLs a worker and waits until the server has ended its backend,
 // so its open transaction's locks are gone before the next step. The wait

@@ -71,7 +71,7 @@ func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
 	if err := h.preparePool(r.workers); err != nil {
 		t.Fatalf("harness: %v", err)
 	}
-	state := model.New(h.Inst.Proto.Order)
+	state := model.NewWith(h.policy())
 	for _, e := range events {
 		state = state.Step(model.Op{Kind: model.Enqueue, Event: e})[0].Next
 	}
@@ -106,6 +106,8 @@ func (r *run) replayStep(op model.Op) {
 		r.exec(op, func() model.Outcome { return r.runSignal(w, op.Kind) })
 	case model.Expire, model.MakeDue, model.Age:
 		r.exec(op, func() model.Outcome { return r.runFixture(op.Kind, op.Event) })
+	case model.Rescue:
+		r.exec(op, func() model.Outcome { return r.runRescue() })
 	}
 }
 
@@ -165,6 +167,10 @@ func (r *run) canReplay(op model.Op) error {
 		}
 		if !fixtureApplies(op.Kind, s.Rows[i]) {
 			return fmt.Errorf("%s is not in a state the fixture applies to", op.Event)
+		}
+	case model.Rescue:
+		if !r.h.Inst.Proto.Has(sut.Rescue) || r.blocks(op) {
+			return fmt.Errorf("no rescue can run now")
 		}
 	default:
 		return fmt.Errorf("%s steps cannot be replayed", op.Kind)

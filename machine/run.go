@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,8 +24,9 @@ type run struct {
 	// claimIDs is the id each claim returned: what its worker passes as
 	// @id to that claim's complete, retry and renew, as a relay would (it
 	// may be a per-claim handle rather than the row's id).
-	claimIDs  map[model.Claim]string
-	claimedID string // the id the last claim step returned
+	claimIDs map[model.Claim]string
+	// claimedIDs are the ids the last claim step returned, by event.
+	claimedIDs map[string]string
 	workers   []string
 	dead      map[string]bool
 	nextEvent int
@@ -80,19 +82,22 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 				allowed = append(allowed, tr)
 				if sameOutcome(tr.Out, got, r.hasGen()) {
 					next = append(next, tr.Next)
-					got.Gen = tr.Out.Gen // a protocol without generation: the model's count
+					// A protocol without generation: the model's count.
+					got.Gen, got.More = tr.Out.Gen, tr.Out.More
 				}
 			}
 		}
 	}
 	if got.Kind == model.Claimed && len(next) > 0 {
-		r.claimIDs[model.Claim{Worker: op.Worker, Event: got.Event, Gen: got.Gen}] = r.claimedID
+		for _, g := range got.Grants() {
+			r.claimIDs[model.Claim{Worker: op.Worker, Event: g.Event, Gen: g.Gen}] = r.claimedIDs[g.Event]
+		}
 	}
 	line := fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, got))
 	if len(next) == 0 {
 		r.log(line + "   // model: " + outcomes(allowed))
 		if !r.hasGen() && got.Kind == model.Claimed {
-			got.Gen = allowed[0].Out.Gen
+			got = withModelGens(r.model(), got)
 		}
 		if r.idNote(op) != "" {
 			r.checkOwnRow(op) // a wrong id's real harm: another row changed
@@ -184,9 +189,12 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 		r.fail(ruleOf(err.Error()), err.Error())
 	}
 	if r.rows != nil {
-		if err := model.CheckChange(viewsOf(r.rows), views, op, got); err != nil {
+		if err := model.CheckChange(r.model().Policy, viewsOf(r.rows), views, op, got); err != nil {
 			r.fail(ruleOf(err.Error()), err.Error())
 		}
+	}
+	if r.rows != nil {
+		r.countRowCoverage(r.rows, rows)
 	}
 	r.rows = rows
 	matched := model.Match(next, views, r.hasGen())
@@ -204,9 +212,38 @@ func (r *run) stepNumber() int { return CountSteps(r.h.program) + 1 }
 
 func sameOutcome(want, got model.Outcome, hasGen bool) bool {
 	if !hasGen {
-		want.Gen, got.Gen = 0, 0
+		want, got = withoutGens(want), withoutGens(got)
 	}
-	return want == got
+	return want.Equal(got)
+}
+
+// withoutGens is a claim's outcome with every generation zeroed: what a
+// protocol without a generation can be compared on.
+func withoutGens(o model.Outcome) model.Outcome {
+	o.Gen = 0
+	o.More = slices.Clone(o.More)
+	for i := range o.More {
+		o.More[i].Gen = 0
+	}
+	return o
+}
+
+// withModelGens gives a claim of a protocol without a generation the
+// model's count of claims on each row, plus one: the generation its
+// outcome steps will be sent with.
+func withModelGens(s model.State, o model.Outcome) model.Outcome {
+	gen := func(e string) int64 {
+		if i := rowIndex(s, e); i >= 0 {
+			return s.Rows[i].Gen + 1
+		}
+		return 1
+	}
+	o.Gen = gen(o.Event)
+	o.More = slices.Clone(o.More)
+	for i := range o.More {
+		o.More[i].Gen = gen(o.More[i].Event)
+	}
+	return o
 }
 
 func outcomes(ts []model.Transition) string {

@@ -13,7 +13,7 @@ import (
 //
 //	w1.Complete(e1, gen=1) -> applied: stale owner's complete applied (e1 gen 1 is not the current live claim: e1 is at gen 2)
 func Explain(s State, op Op, got Outcome, allowed []Transition) error {
-	if slices.ContainsFunc(allowed, func(t Transition) bool { return t.Out == got }) {
+	if slices.ContainsFunc(allowed, func(t Transition) bool { return t.Out.Equal(got) }) {
 		return nil
 	}
 	return errors.New(FormatStep(op, got) + ": " + explain(s, op, got, allowed))
@@ -39,21 +39,53 @@ func explain(s State, op Op, got Outcome, allowed []Transition) string {
 }
 
 // explainClaim names what a claim must not do; "" when no rule fits.
+// A batch claim is checked row by row, then as a set: no row it must not
+// take, then none left behind that it should have taken, then the order.
 func explainClaim(s State, got Outcome) string {
-	eligible := s.Eligible()
-	switch got.Kind {
-	case Empty:
-		if len(eligible) > 0 {
-			return fmt.Sprintf("claim returned nothing while %s is claimable (stranded row)", eligible[0])
-		}
-		return ""
-	case Claimed:
-	default:
+	if got.Kind != Empty && got.Kind != Claimed {
 		return ""
 	}
-	i := s.row(got.Event)
+	grants := got.Grants()
+	for _, g := range grants {
+		if why := explainGrant(s, g); why != "" {
+			return why
+		}
+	}
+	batch := s.Policy.batch()
+	if len(grants) > batch {
+		return fmt.Sprintf("claim took %d rows, more than batch=%d", len(grants), batch)
+	}
+	// The rows every claim must consider: with a rescue section, expired
+	// leases may be left to the rescue.
+	must := s.events(s.eligibleRows(!s.Policy.Rescue))
+	took := map[string]bool{}
+	for _, g := range grants {
+		took[g.Event] = true
+	}
+	if n := min(batch, len(must)); len(grants) < n {
+		left := ""
+		for _, e := range must {
+			if !took[e] {
+				left = e
+				break
+			}
+		}
+		if len(grants) == 0 {
+			return fmt.Sprintf("claim returned nothing while %s is claimable (stranded row)", left)
+		}
+		return fmt.Sprintf("batch claim left %s claimable (it took %d rows with batch=%d)", left, len(grants), batch)
+	}
+	if s.Policy.Order == Any || len(grants) == 0 {
+		return ""
+	}
+	return explainOrder(s, grants)
+}
+
+// explainGrant names what one row of a claim's result must not be.
+func explainGrant(s State, g Grant) string {
+	i := s.row(g.Event)
 	if i < 0 {
-		return fmt.Sprintf("claim returned %s, which was never enqueued", got.Event)
+		return fmt.Sprintf("claim returned %s, which was never enqueued", g.Event)
 	}
 	r := s.Rows[i]
 	switch {
@@ -61,21 +93,59 @@ func explainClaim(s State, got Outcome) string {
 		return fmt.Sprintf("claim took %s, a row locked by another transaction", r.Event)
 	case r.Status == Sent:
 		return fmt.Sprintf("claim took %s, a SENT row (SENT is terminal)", r.Event)
+	case r.Status == Dead:
+		return fmt.Sprintf("claim took %s, a DEAD row (DEAD is terminal)", r.Event)
 	case r.Status == InProgress && r.LeaseLive:
 		return fmt.Sprintf("claim took %s whose lease is live (two live owners)", r.Event)
 	case r.Status == Ready && !r.Due:
 		return fmt.Sprintf("claim took %s which is waiting for its backoff", r.Event)
-	case s.Order != Any && eligible[0] != r.Event:
-		if first := s.Rows[s.row(eligible[0])]; first.Status == InProgress {
-			// Its own rule: a claim that never takes expired leases (a
-			// stranded row) shows here as often as an ordering slip.
-			return fmt.Sprintf("claim took %s out of order: %s, an expired lease, is claimable first (a claim that skips expired leases strands rows)", r.Event, eligible[0])
-		}
-		return fmt.Sprintf("claim took %s out of order: %s is claimable first", r.Event, eligible[0])
-	case got.Gen != r.Gen+1:
-		return fmt.Sprintf("claim returned generation %d, want %d (generation must rise by one)", got.Gen, r.Gen+1)
+	case s.exhausted(r):
+		return fmt.Sprintf("claim took %s past its attempt budget (it was claimed %d times; max_attempts=%d)", r.Event, r.Gen, s.Policy.MaxAttempts)
+	case g.Gen != r.Gen+1:
+		return fmt.Sprintf("claim returned generation %d, want %d (generation must rise by one)", g.Gen, r.Gen+1)
 	}
 	return ""
+}
+
+// explainOrder names the first row a fifo claim took out of order: the
+// earliest eligible row it skipped is claimable first. With a rescue
+// section the claim may skip every expired lease, so the order is judged
+// among the rows it considered.
+func explainOrder(s State, grants []Grant) string {
+	eligible := s.events(s.eligibleRows(true))
+	if s.Policy.Rescue && !slices.ContainsFunc(grants, func(g Grant) bool { return s.Rows[s.row(g.Event)].Status == InProgress }) {
+		eligible = s.events(s.eligibleRows(false))
+	}
+	took := map[string]bool{}
+	for _, g := range grants {
+		took[g.Event] = true
+	}
+	first := ""
+	for _, e := range eligible {
+		if !took[e] {
+			first = e
+			break
+		}
+	}
+	if first == "" {
+		return ""
+	}
+	last := ""
+	for _, g := range grants {
+		if s.row(g.Event) > s.row(first) {
+			last = g.Event
+			break
+		}
+	}
+	if last == "" {
+		return ""
+	}
+	if s.Rows[s.row(first)].Status == InProgress {
+		// Its own rule: a claim that never takes expired leases (a
+		// stranded row) shows here as often as an ordering slip.
+		return fmt.Sprintf("claim took %s out of order: %s, an expired lease, is claimable first (a claim that skips expired leases strands rows)", last, first)
+	}
+	return fmt.Sprintf("claim took %s out of order: %s is claimable first", last, first)
 }
 
 // explainUpdate names what complete, retry or renew must not do; "" when
@@ -89,8 +159,8 @@ func explainUpdate(s State, op Op, got Outcome) string {
 			return fmt.Sprintf("%s applied to %s, which was never enqueued", name, op.Event)
 		}
 		r := s.Rows[i]
-		if r.Status == Sent {
-			return fmt.Sprintf("%s applied to a SENT row", name)
+		if r.Status == Sent || r.Status == Dead {
+			return fmt.Sprintf("%s applied to a %s row", name, r.Status)
 		}
 		return fmt.Sprintf("stale owner's %s applied (%s gen %d is not the current live claim: %s)", name, op.Event, op.Gen, staleness(r, op.Gen))
 	case Rejected:

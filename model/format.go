@@ -26,6 +26,7 @@ var shapes = map[Kind]shape{
 	Kill:     {worker: true},
 	Respawn:  {worker: true},
 	Restart:  {},
+	Rescue:   {},
 }
 
 // String is the op as one line of a program: w2.Complete(e1, gen=1),
@@ -52,9 +53,14 @@ func (o Op) String() string {
 
 // String is the outcome as the tail of a program line: ok, empty,
 // claimed e1 gen=1, applied, rejected, unknown.
+// A batch claim lists every row: claimed e1 gen=1, e3 gen=2.
 func (o Outcome) String() string {
 	if o.Kind == Claimed {
-		return fmt.Sprintf("claimed %s gen=%d", o.Event, o.Gen)
+		var parts []string
+		for _, g := range o.Grants() {
+			parts = append(parts, fmt.Sprintf("%s gen=%d", g.Event, g.Gen))
+		}
+		return "claimed " + strings.Join(parts, ", ")
 	}
 	return string(o.Kind)
 }
@@ -123,14 +129,31 @@ func ParseOutcome(text string) (Outcome, error) {
 	case OK, Empty, Applied, Rejected, Unknown:
 		return Outcome{Kind: kind}, nil
 	}
-	f := strings.Fields(text)
-	if len(f) == 3 && f[0] == string(Claimed) && strings.HasPrefix(f[2], "gen=") {
-		if n, err := strconv.ParseInt(strings.TrimPrefix(f[2], "gen="), 10, 64); err == nil {
-			out := Outcome{Kind: Claimed, Event: f[1], Gen: n}
-			if out.String() == text {
-				return out, nil
-			}
+	if rest, ok := strings.CutPrefix(text, string(Claimed)+" "); ok {
+		if out, ok := parseGrants(rest); ok && out.String() == text {
+			return out, nil
 		}
 	}
-	return Outcome{}, fmt.Errorf("parse outcome %q: want ok, empty, claimed EVENT gen=N, applied, rejected or unknown", text)
+	return Outcome{}, fmt.Errorf("parse outcome %q: want ok, empty, claimed EVENT gen=N[, EVENT gen=N...], applied, rejected or unknown", text)
+}
+
+// parseGrants reads "e1 gen=1, e3 gen=2" as a claim's outcome.
+func parseGrants(text string) (Outcome, bool) {
+	var grants []Grant
+	for _, part := range strings.Split(text, ", ") {
+		f := strings.Fields(part)
+		if len(f) != 2 || !strings.HasPrefix(f[1], "gen=") {
+			return Outcome{}, false
+		}
+		n, err := strconv.ParseInt(strings.TrimPrefix(f[1], "gen="), 10, 64)
+		if err != nil {
+			return Outcome{}, false
+		}
+		grants = append(grants, Grant{Event: f[0], Gen: n})
+	}
+	out := Outcome{Kind: Claimed, Event: grants[0].Event, Gen: grants[0].Gen}
+	if len(grants) > 1 {
+		out.More = grants[1:]
+	}
+	return out, true
 }

@@ -51,7 +51,7 @@ func TestOutcomeString(t *testing.T) {
 			t.Errorf("%#v.String() = %q, want %q", tc.out, got, tc.want)
 		}
 		got, err := ParseOutcome(tc.want)
-		if err != nil || got != tc.out {
+		if err != nil || !got.Equal(tc.out) {
 			t.Errorf("ParseOutcome(%q) = %#v, %v; want %#v", tc.want, got, err, tc.out)
 		}
 	}

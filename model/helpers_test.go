@@ -21,7 +21,7 @@ func playFrom(t *testing.T, s State, program ...string) State {
 			t.Fatal(err)
 		}
 		ts := s.Step(op)
-		i := slices.IndexFunc(ts, func(tr Transition) bool { return tr.Out == out })
+		i := slices.IndexFunc(ts, func(tr Transition) bool { return tr.Out.Equal(out) })
 		if i < 0 {
 			t.Fatalf("%s: the model allows %s", line, wants(ts))
 		}

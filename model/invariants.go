@@ -11,8 +11,9 @@ import (
 // rapid shrinks only a failure that repeats with the same message.
 
 // CheckRows is the schema's own check on one observation: a lease is held
-// exactly while a row is INPROGRESS, the status is one of the three, and
-// each event has one row.
+// exactly while a row is INPROGRESS, the status is one of the four, and
+// each event has one row. (A DEAD row without an attempt budget is the
+// model's to reject: it never expects one.)
 func CheckRows(rows []RowView) error {
 	seen := map[string]bool{}
 	for _, r := range rows {
@@ -21,9 +22,9 @@ func CheckRows(rows []RowView) error {
 		}
 		seen[r.Event] = true
 		switch r.Status {
-		case Ready, InProgress, Sent:
+		case Ready, InProgress, Sent, Dead:
 		default:
-			return fmt.Errorf("lease/status check: %s has status %q, want READY, INPROGRESS or SENT", r.Event, r.Status)
+			return fmt.Errorf("lease/status check: %s has status %q, want READY, INPROGRESS, SENT or DEAD", r.Event, r.Status)
 		}
 		switch {
 		case r.LeaseHeld && r.Status != InProgress:
@@ -36,11 +37,13 @@ func CheckRows(rows []RowView) error {
 }
 
 // CheckChange holds one step, op with outcome out, to what no step may do
-// whatever the model expected: delete a row, move a SENT row, lower a
-// generation, raise one except by exactly one for one claim, or change
-// anything when it was rejected or found nothing. Generations are compared
-// only when both observations have them.
-func CheckChange(before, after []RowView, op Op, out Outcome) error {
+// whatever the model expected: delete a row (under done=delete, except by
+// a complete that applied), move a SENT or DEAD row, lower a generation,
+// raise one except by exactly one for each row a claim took, or change
+// anything when it was rejected or found nothing (but an empty claim may
+// bury an exhausted attempt). Generations are compared only when both
+// observations have them.
+func CheckChange(p Policy, before, after []RowView, op Op, out Outcome) error {
 	now := map[string]RowView{}
 	for _, a := range after {
 		now[a.Event] = a
@@ -53,9 +56,15 @@ func CheckChange(before, after []RowView, op Op, out Outcome) error {
 	for _, b := range before {
 		a, ok := now[b.Event]
 		if !ok {
-			return fmt.Errorf("rows are never deleted: %s disappeared", b.Event)
+			if err := checkDeleted(p, b, op, out); err != nil {
+				return err
+			}
+			continue
 		}
 		gens := b.HasGen && a.HasGen
+		if b.Status == Dead && (a.Status != Dead || gens && a.Gen != b.Gen) {
+			return fmt.Errorf("DEAD is terminal: %s went %s -> %s", b.Event, viewText(b, gens), viewText(a, gens))
+		}
 		if b.Status == Sent && (a.Status != Sent || gens && a.Gen != b.Gen) {
 			from, to := string(b.Status), string(a.Status)
 			if from == to {
@@ -73,17 +82,39 @@ func CheckChange(before, after []RowView, op Op, out Outcome) error {
 		case gens && a.Gen > b.Gen:
 			rose = append(rose, b.Event)
 		}
-		if quiet != "" && !sameView(a, b, gens) {
+		if quiet != "" && !sameView(a, b, gens) && !(out.Kind == Empty && buried(p, b, a)) {
 			return fmt.Errorf("%s changes nothing: %s went %s -> %s", quiet, b.Event, viewText(b, gens), viewText(a, gens))
 		}
 	}
-	if len(rose) > 1 {
-		return fmt.Errorf("one claim takes one row: %s and %s both rose", rose[0], rose[1])
+	if len(rose) > p.batch() {
+		if p.batch() == 1 {
+			return fmt.Errorf("one claim takes one row: %s and %s both rose", rose[0], rose[1])
+		}
+		return fmt.Errorf("one claim takes at most batch=%d rows: %d rose", p.batch(), len(rose))
 	}
 	if quiet != "" && len(after) != len(before) {
 		return fmt.Errorf("%s changes nothing: %d rows became %d", quiet, len(before), len(after))
 	}
 	return nil
+}
+
+// checkDeleted holds a row that left the state query to done=delete: only
+// a complete of that event that applied (or whose outcome nobody knows)
+// may take it away.
+func checkDeleted(p Policy, b RowView, op Op, out Outcome) error {
+	switch {
+	case !p.Delete:
+		return fmt.Errorf("rows are never deleted: %s disappeared", b.Event)
+	case op.Kind == Complete && op.Event == b.Event && (out.Kind == Applied || out.Kind == Unknown):
+		return nil
+	}
+	return fmt.Errorf("lost event: %s left the state without a complete that applied (done=delete; it went away at %v while %s)", b.Event, op, viewText(b, b.HasGen))
+}
+
+// buried reports whether a row went from an expired last attempt to DEAD,
+// which an empty claim may do (it made an exhausted attempt DEAD).
+func buried(p Policy, b, a RowView) bool {
+	return p.MaxAttempts > 0 && b.Status == InProgress && b.LeaseExpired && a.Status == Dead
 }
 
 // CheckOwnRow holds an outcome or a fixture to its own event's row: any

@@ -30,7 +30,7 @@ func TestCheckRows(t *testing.T) {
 		{"ready with a lease", []RowView{row("e1", Ready, 0, true, false, true)}, "lease/status check: e1 is READY with a lease"},
 		{"sent with a lease", []RowView{row("e1", Sent, 1, true, true, false)}, "lease/status check: e1 is SENT with a lease"},
 		{"inprogress without a lease", []RowView{row("e1", InProgress, 1, false, false, false)}, "lease/status check: e1 is INPROGRESS without a lease"},
-		{"unknown status", []RowView{row("e1", "DONE", 1, false, false, false)}, `lease/status check: e1 has status "DONE", want READY, INPROGRESS or SENT`},
+		{"unknown status", []RowView{row("e1", "DONE", 1, false, false, false)}, `lease/status check: e1 has status "DONE", want READY, INPROGRESS, SENT or DEAD`},
 		{"duplicate event", []RowView{readyDue, owned1}, "event ids are unique: e1 appears twice"},
 	}
 	for _, tc := range tests {
@@ -82,7 +82,7 @@ func TestCheckChange(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := errText(CheckChange(tc.before, tc.after, tc.op, tc.out)); got != tc.want {
+			if got := errText(CheckChange(Policy{}, tc.before, tc.after, tc.op, tc.out)); got != tc.want {
 				t.Errorf("CheckChange = %q, want %q", got, tc.want)
 			}
 		})

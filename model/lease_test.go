@@ -100,11 +100,11 @@ func TestCheckChangeOtherRow(t *testing.T) {
 	after := []RowView{owned1, row("e2", Sent, 1, false, false, false)}
 	complete := Op{Kind: Complete, Worker: "w1", Event: "e1", Gen: 1}
 	want := "complete changed another event's row (e2 went INPROGRESS gen=1 live -> SENT gen=1)"
-	if got := errText(CheckChange(before, after, complete, Outcome{Kind: Applied})); got != want {
+	if got := errText(CheckChange(Policy{}, before, after, complete, Outcome{Kind: Applied})); got != want {
 		t.Errorf("CheckChange = %q, want %q", got, want)
 	}
 	claim := Op{Kind: ClaimOp, Worker: "w1"}
-	if err := CheckChange([]RowView{readyDue, other}, []RowView{readyDue, otherOwned1}, claim, Outcome{Kind: Claimed, Event: "e2", Gen: 1}); err != nil {
+	if err := CheckChange(Policy{}, []RowView{readyDue, other}, []RowView{readyDue, otherOwned1}, claim, Outcome{Kind: Claimed, Event: "e2", Gen: 1}); err != nil {
 		t.Errorf("a claim of e2 is judged as an outcome on another row: %v", err)
 	}
 }

@@ -12,7 +12,11 @@ import "fmt"
 //   - a live lease found expired right after its claim or renew, or after
 //     one Age (60% of the declared lease), was granted for less than the
 //     declared lease: the claim's or the renew's fault, whichever granted it;
-//   - a retried row found due at once lost its backoff.
+//   - a retried row found due at once lost its backoff;
+//   - the attempt budget: a retry of the last attempt, or a claim or
+//     rescue after an abandoned last attempt, that did not make the event
+//     DEAD, and an event made DEAD before its budget was spent;
+//   - a rescue that took a row whose lease is live.
 func ExplainRows(op Op, s State, observed []RowView) (rule, detail string) {
 	seen := map[string]RowView{}
 	for _, v := range observed {
@@ -20,7 +24,17 @@ func ExplainRows(op Op, s State, observed []RowView) (rule, detail string) {
 	}
 	for _, r := range s.Rows {
 		got, ok := seen[r.Event]
-		if !ok || got.Status != r.Status {
+		if !ok {
+			continue
+		}
+		if rule, detail := explainBudget(op, s, r, got); rule != "" {
+			return rule, detail
+		}
+		if op.Kind == Rescue && r.Status == InProgress && r.LeaseLive && (got.Status != InProgress || got.LeaseExpired) {
+			return fmt.Sprintf("rescue took %s whose lease is live", r.Event),
+				fmt.Sprintf("after %v, %s is %s: a rescue must not change a live lease", op, r.Event, viewText(got, got.HasGen))
+		}
+		if got.Status != r.Status {
 			continue
 		}
 		switch {
@@ -57,4 +71,31 @@ func leaseLeft(r Row) string {
 		return "a lease of the declared length has 40% of it left after one Age"
 	}
 	return "a fresh lease of the declared length is live"
+}
+
+// explainBudget names a broken rule of the attempt budget on one row: r as
+// the model has it after op, got as observed.
+func explainBudget(op Op, s State, r Row, got RowView) (rule, detail string) {
+	budget := s.Policy.MaxAttempts
+	switch {
+	case got.Status == Dead && r.Status != Dead && budget == 0:
+		return "event went DEAD without an attempt budget",
+			fmt.Sprintf("after %v, %s is DEAD, but the protocol declares no max_attempts", op, r.Event)
+	case got.Status == Dead && r.Status != Dead && r.Gen < int64(budget):
+		return "event went DEAD before its attempt budget was spent",
+			fmt.Sprintf("after %v, %s is DEAD after %d of max_attempts=%d attempts", op, r.Event, r.Gen, budget)
+	case r.Status != Dead || got.Status == Dead:
+		return "", ""
+	case op.Kind == Retry && op.Event == r.Event:
+		return fmt.Sprintf("retry of the last attempt did not make %s DEAD", r.Event),
+			fmt.Sprintf("after %v, %s is %s: its attempt %d of max_attempts=%d failed, so it must be DEAD", op, r.Event, viewText(got, got.HasGen), r.Gen, budget)
+	case op.Kind == ClaimOp || op.Kind == Commit || op.Kind == Rescue:
+		actor := "claim"
+		if op.Kind == Rescue {
+			actor = "rescue"
+		}
+		return actor + " left an exhausted event alive",
+			fmt.Sprintf("after %v, %s is %s: its last attempt (%d of max_attempts=%d) expired, so the %s must make it DEAD", op, r.Event, viewText(got, got.HasGen), r.Gen, budget, actor)
+	}
+	return "", ""
 }

@@ -11,7 +11,7 @@ var (
 	workers = []string{"w1", "w2", "w3"}
 	events  = []string{"e1", "e2", "e3", "e4", "e5"}
 	kinds   = []Kind{Enqueue, ClaimOp, Begin, Commit, Rollback, Complete, Retry, Renew,
-		Expire, MakeDue, Age, Pause, Resume, Kill, Respawn, Restart}
+		Expire, MakeDue, Age, Pause, Resume, Kill, Respawn, Restart, Rescue}
 )
 
 // TestModelProperties runs random programs on the model alone and holds
@@ -19,7 +19,7 @@ var (
 // invariants the real suite checks, plus the model's own purity.
 func TestModelProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s := New(rapid.SampledFrom([]Order{FIFO, Any}).Draw(t, "order"))
+		s := NewWith(drawPolicy(t))
 		steps := rapid.IntRange(1, 400).Draw(t, "steps")
 		for range steps {
 			op := drawOp(t, s)
@@ -37,6 +37,20 @@ func TestModelProperties(t *testing.T) {
 			}
 		}
 	})
+}
+
+// drawPolicy draws a protocol's directives: version 1 and every shape of
+// version 2 (batches, the lenient policy, an attempt budget, delete on
+// complete, a rescue section), alone and together.
+func drawPolicy(t *rapid.T) Policy {
+	return Policy{
+		Order:       rapid.SampledFrom([]Order{FIFO, Any}).Draw(t, "order"),
+		Batch:       rapid.IntRange(1, 3).Draw(t, "batch"),
+		Lenient:     rapid.Bool().Draw(t, "lenient"),
+		MaxAttempts: rapid.IntRange(0, 3).Draw(t, "max_attempts"),
+		Delete:      rapid.Bool().Draw(t, "delete"),
+		Rescue:      rapid.Bool().Draw(t, "rescue"),
+	}
 }
 
 // drawOp draws an op. Complete, retry and renew mostly act on a claim some
@@ -107,7 +121,7 @@ func checkTransition(t *rapid.T, s State, op Op, tr Transition, allowed []Transi
 		if err := CheckRows(next.View(hasGen)); err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
-		if err := CheckChange(s.View(hasGen), next.View(hasGen), op, tr.Out); err != nil {
+		if err := CheckChange(s.Policy, s.View(hasGen), next.View(hasGen), op, tr.Out); err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
 		if m := Match([]State{next, next}, next.View(hasGen), hasGen); len(m) != 1 || m[0].Key() != next.Key() {
@@ -117,14 +131,38 @@ func checkTransition(t *rapid.T, s State, op Op, tr Transition, allowed []Transi
 	if err := Explain(s, op, tr.Out, allowed); err != nil {
 		t.Fatalf("%s: an allowed outcome was explained: %v", step, err)
 	}
-	if gotOp, gotOut, err := ParseStep(step); err != nil || gotOp != op || gotOut != tr.Out {
+	if gotOp, gotOut, err := ParseStep(step); err != nil || gotOp != op || !gotOut.Equal(tr.Out) {
 		t.Fatalf("%s: does not parse back: %v", step, err)
 	}
-	if !slices.Equal(next.Claims[:min(len(s.Claims), len(next.Claims))], s.Claims) || len(next.Claims) > len(s.Claims)+1 {
-		t.Fatalf("%s: claims are only appended, one per step", step)
+	if !slices.Equal(next.Claims[:min(len(s.Claims), len(next.Claims))], s.Claims) || len(next.Claims) > len(s.Claims)+s.Policy.batch() {
+		t.Fatalf("%s: claims are only appended, at most a batch per step", step)
 	}
 	checkOwners(t, next, step)
 	checkLocks(t, next, step)
+	checkBudget(t, s, next, op, step)
+}
+
+// checkBudget: with max_attempts, no row is claimed more often than the
+// budget, a row is DEAD only once it is spent, DEAD never changes, and
+// without done=delete no row ever leaves; with it, only by a complete.
+func checkBudget(t *rapid.T, s, next State, op Op, step string) {
+	for _, r := range next.Rows {
+		if s.Policy.MaxAttempts > 0 && r.Gen > int64(s.Policy.MaxAttempts) {
+			t.Fatalf("%s: %s claimed %d times, max_attempts=%d", step, r.Event, r.Gen, s.Policy.MaxAttempts)
+		}
+		if r.Status == Dead && !s.exhausted(r) {
+			t.Fatalf("%s: %s DEAD after %d attempts", step, r.Event, r.Gen)
+		}
+	}
+	for _, r := range s.Rows {
+		i := next.row(r.Event)
+		switch {
+		case i < 0 && (!s.Policy.Delete || op.Kind != Complete || op.Event != r.Event):
+			t.Fatalf("%s: %s left the state", step, r.Event)
+		case i >= 0 && r.Status == Dead && next.Rows[i].Status != Dead:
+			t.Fatalf("%s: DEAD %s came back as %s", step, r.Event, next.Rows[i].Status)
+		}
+	}
 }
 
 // checkOwners: at most one received claim per row is current.
@@ -147,13 +185,18 @@ func checkLocks(t *rapid.T, s State, step string) {
 		if i > 0 && s.Pending[i-1].Worker >= p.Worker {
 			t.Fatalf("%s: pending not sorted by worker: %v", step, s.Pending)
 		}
-		if p.Event == "" {
-			continue
+		for _, g := range p.grants() {
+			locks++
+			r := s.Rows[s.row(g.Event)]
+			if r.LockedBy != p.Worker || g.Gen != r.Gen+1 {
+				t.Fatalf("%s: %v does not hold %+v", step, p, r)
+			}
 		}
-		locks++
-		r := s.Rows[s.row(p.Event)]
-		if r.LockedBy != p.Worker || p.Gen != r.Gen+1 {
-			t.Fatalf("%s: %v does not hold %+v", step, p, r)
+		for _, e := range p.Bury {
+			locks++
+			if r := s.Rows[s.row(e)]; r.LockedBy != p.Worker || !s.exhausted(r) {
+				t.Fatalf("%s: %v does not hold the exhausted %+v", step, p, r)
+			}
 		}
 	}
 	for _, r := range s.Rows {

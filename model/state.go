@@ -7,37 +7,57 @@ import (
 )
 
 // PendingClaim is an open claim transaction: Begin claimed Event at Gen
-// inside it, and nothing is committed until Commit. Event is "" (and Gen 0)
-// when the claim inside the transaction found nothing.
+// (and, with batch, the rows in More) inside it, and nothing is committed
+// until Commit. Event is "" (and Gen 0) when the claim found nothing. Bury
+// lists the exhausted rows the claim made DEAD in the same transaction.
 type PendingClaim struct {
 	Worker string
 	Event  string
 	Gen    int64
+	More   []Grant
+	Bury   []string
+}
+
+// grants are every row the open claim took, in enqueue order.
+func (p PendingClaim) grants() []Grant {
+	if p.Event == "" {
+		return nil
+	}
+	return append([]Grant{{p.Event, p.Gen}}, p.More...)
 }
 
 // State is everything the policy depends on. It is a value: Step and
 // Ambiguous never change their receiver, and the states they return share
 // no slice with it.
 type State struct {
-	Order   Order
+	Policy  Policy
 	Rows    []Row          // enqueue order
 	Pending []PendingClaim // open claim transactions, at most one per worker, sorted by worker
 	Claims  []Claim        // every claim a worker received (autocommit or committed), in order
 }
 
-// New is the empty outbox of a protocol that promises order.
+// New is the empty outbox of a version-1 protocol that promises order.
 func New(order Order) State {
-	return State{Order: order}
+	return State{Policy: Policy{Order: order}}
+}
+
+// NewWith is the empty outbox of a protocol with the policy p.
+func NewWith(p Policy) State {
+	return State{Policy: p}
 }
 
 // clone copies every slice, so the copy can be written freely.
 func (s State) clone() State {
-	return State{
-		Order:   s.Order,
+	next := State{
+		Policy:  s.Policy,
 		Rows:    slices.Clone(s.Rows),
 		Pending: slices.Clone(s.Pending),
 		Claims:  slices.Clone(s.Claims),
 	}
+	for i, p := range next.Pending {
+		next.Pending[i].More, next.Pending[i].Bury = slices.Clone(p.More), slices.Clone(p.Bury)
+	}
+	return next
 }
 
 // row returns the index of event's row, or -1.
@@ -50,30 +70,43 @@ func (s State) pending(worker string) int {
 	return slices.IndexFunc(s.Pending, func(p PendingClaim) bool { return p.Worker == worker })
 }
 
-// eligible reports whether a claim may take r: due READY work or an expired
-// INPROGRESS claim, and no open transaction holds it (SKIP LOCKED).
-func eligible(r Row) bool {
-	if r.LockedBy != "" {
+// eligible reports whether a claim may take r: due READY work or (with
+// expired) an expired INPROGRESS claim, no open transaction holds it (SKIP
+// LOCKED), and its attempt budget is not spent.
+func (s State) eligible(r Row, expired bool) bool {
+	if r.LockedBy != "" || s.exhausted(r) {
 		return false
 	}
-	return (r.Status == Ready && r.Due) || (r.Status == InProgress && !r.LeaseLive)
+	return (r.Status == Ready && r.Due) || (expired && r.Status == InProgress && !r.LeaseLive)
 }
 
-// eligibleRows returns the indexes of the rows a claim may take, in enqueue order.
-func (s State) eligibleRows() []int {
+// exhausted reports whether r has had every attempt its budget allows.
+func (s State) exhausted(r Row) bool {
+	return s.Policy.MaxAttempts > 0 && r.Gen >= int64(s.Policy.MaxAttempts)
+}
+
+// eligibleRows returns the indexes of the rows a claim may take, in enqueue
+// order: with expired, expired leases too.
+func (s State) eligibleRows(expired bool) []int {
 	var out []int
 	for i, r := range s.Rows {
-		if eligible(r) {
+		if s.eligible(r, expired) {
 			out = append(out, i)
 		}
 	}
 	return out
 }
 
-// Eligible returns the events a claim may take now, in enqueue order.
+// Eligible returns the events a claim may take now, in enqueue order,
+// expired leases included (a protocol with a rescue section may leave
+// those to the rescue).
 func (s State) Eligible() []string {
+	return s.events(s.eligibleRows(true))
+}
+
+func (s State) events(rows []int) []string {
 	var out []string
-	for _, i := range s.eligibleRows() {
+	for _, i := range rows {
 		out = append(out, s.Rows[i].Event)
 	}
 	return out
@@ -118,7 +151,7 @@ func (s State) View(hasGen bool) []RowView {
 // failure message blames.
 func (s State) Key() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "order=%s rows=[", s.Order)
+	fmt.Fprintf(&b, "%s rows=[", s.Policy)
 	for i, r := range s.Rows {
 		if i > 0 {
 			b.WriteString(" ")
@@ -143,6 +176,12 @@ func (s State) Key() string {
 			b.WriteString(" ")
 		}
 		fmt.Fprintf(&b, "%s:%s/%d", p.Worker, p.Event, p.Gen)
+		for _, g := range p.More {
+			fmt.Fprintf(&b, "+%s/%d", g.Event, g.Gen)
+		}
+		for _, e := range p.Bury {
+			fmt.Fprintf(&b, "+dead:%s", e)
+		}
 	}
 	b.WriteString("] claims=[")
 	for i, c := range s.Claims {

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 )
@@ -37,6 +36,8 @@ func (s State) Step(op Op) []Transition {
 		return s.update(op)
 	case Expire, MakeDue:
 		return one(OK, s.fixture(op))
+	case Rescue:
+		return s.rescue()
 	case Age:
 		return s.age(op.Event)
 	case Pause, Resume, Respawn:
@@ -68,7 +69,8 @@ func (s State) Precondition(op Op) error {
 	open := s.pending(op.Worker) >= 0
 	switch op.Kind {
 	case Enqueue:
-		if s.row(op.Event) >= 0 {
+		// A completed event deleted under done=delete still has its claims.
+		if s.row(op.Event) >= 0 || slices.ContainsFunc(s.Claims, func(c Claim) bool { return c.Event == op.Event }) {
 			return fmt.Errorf("%s is already enqueued", op.Event)
 		}
 	case ClaimOp, Begin, Complete, Retry, Renew:
@@ -81,6 +83,9 @@ func (s State) Precondition(op Op) error {
 		}
 	}
 	if s.Blocks(op) {
+		if op.Kind == Rescue {
+			return fmt.Errorf("%s waits for an open claim transaction on an expired row", op)
+		}
 		return fmt.Errorf("%s waits for %s's open transaction", op, s.Rows[s.row(op.Event)].LockedBy)
 	}
 	return nil
@@ -99,6 +104,8 @@ func (s State) Blocks(op Op) bool {
 		own = op.Worker
 	case Expire, MakeDue, Age:
 		// Fixtures run on the suite's own connection, whoever op names.
+	case Rescue:
+		return s.rescueBlocks()
 	default:
 		return false
 	}
@@ -114,99 +121,58 @@ func one(kind OutcomeKind, next State) []Transition {
 	return []Transition{{Out: Outcome{Kind: kind}, Next: next}}
 }
 
-// take is the claim statement's write: the row is owned, under a new
-// generation, with a live lease.
-func take(r *Row) {
-	r.Status = InProgress
-	r.Gen++
-	r.LeaseLive = true
-	r.Aged, r.Renewed = false, false
-	r.Due = false
-	r.LockedBy = ""
-}
-
-// claim is an autocommit claim, or with inTx the claim inside a
-// transaction that Begin opens: the row is locked but its committed fields
-// change only at Commit.
-func (s State) claim(worker string, inTx bool) []Transition {
-	rows := s.eligibleRows()
-	if len(rows) == 0 {
-		next := s.clone()
-		if inTx {
-			next.Pending = withPending(next.Pending, PendingClaim{Worker: worker})
-		}
-		return one(Empty, next)
-	}
-	if s.Order != Any {
-		rows = rows[:1]
-	}
-	var out []Transition
-	for _, i := range rows {
-		next := s.clone()
-		r := &next.Rows[i]
-		c := Claim{Worker: worker, Event: r.Event, Gen: r.Gen + 1}
-		if inTx {
-			r.LockedBy = worker
-			next.Pending = withPending(next.Pending, PendingClaim(c))
-		} else {
-			take(r)
-			next.Claims = append(next.Claims, c)
-		}
-		out = append(out, Transition{Out: Outcome{Kind: Claimed, Event: c.Event, Gen: c.Gen}, Next: next})
-	}
-	return out
-}
-
-// withPending adds p to a list kept sorted by worker; pending is already a copy.
-func withPending(pending []PendingClaim, p PendingClaim) []PendingClaim {
-	i, _ := slices.BinarySearchFunc(pending, p.Worker, func(q PendingClaim, w string) int { return cmp.Compare(q.Worker, w) })
-	return slices.Insert(pending, i, p)
-}
-
-// commit makes worker's open claim what other connections see.
-func (s State) commit(worker string) State {
-	p := s.Pending[s.pending(worker)]
-	next := s.rollback(worker)
-	if p.Event == "" {
-		return next
-	}
-	take(&next.Rows[next.row(p.Event)])
-	next.Claims = append(next.Claims, Claim(p))
-	return next
-}
-
-// rollback ends worker's open claim transaction, if any, without effect.
-func (s State) rollback(worker string) State {
-	next := s.clone()
-	k := next.pending(worker)
-	if k < 0 {
-		return next
-	}
-	if i := next.row(next.Pending[k].Event); i >= 0 {
-		next.Rows[i].LockedBy = ""
-	}
-	next.Pending = slices.Delete(next.Pending, k, k+1)
-	return next
-}
-
 // update is complete, retry or renew: applied only for the row's current
-// generation while its lease is live (the strict policy).
+// generation while its lease is live (the strict policy). Under the
+// lenient policy an expired owner whose row nobody has taken since (no
+// later claim, no rescue) may also see it apply or be rejected: both are
+// allowed. With done=delete, an applied complete may also delete the row.
 func (s State) update(op Op) []Transition {
-	next := s.clone()
-	if !s.IsCurrent(Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}) {
-		return one(Rejected, next)
+	c := Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}
+	late := s.Late(c)
+	if !s.IsCurrent(c) && !late {
+		return one(Rejected, s.clone())
 	}
-	r := &next.Rows[next.row(op.Event)]
+	next := s.clone()
+	i := next.row(op.Event)
+	r := &next.Rows[i]
 	switch op.Kind {
 	case Complete:
 		r.Status, r.LeaseLive = Sent, false
 	case Retry:
 		r.Status, r.LeaseLive, r.Due = Ready, false, false
+		if s.exhausted(*r) {
+			// The last attempt failed: the event is dead, at once.
+			r.Status = Dead
+		}
 	case Renew:
 		// The lease runs at least the declared length from now: fresh.
-		r.Aged, r.Renewed = false, true
+		r.LeaseLive, r.Aged, r.Renewed = true, false, true
 	}
-	return one(Applied, next)
+	out := []Transition{{Out: Outcome{Kind: Applied}, Next: next}}
+	if op.Kind == Complete && s.Policy.Delete {
+		gone := next.clone()
+		gone.Rows = slices.Delete(gone.Rows, i, i+1)
+		out = append(out, Transition{Out: Outcome{Kind: Applied}, Next: gone})
+	}
+	if late {
+		out = append(out, Transition{Out: Outcome{Kind: Rejected}, Next: s.clone()})
+	}
+	return out
+}
+
+// Late reports whether c is an expired owner's claim that the lenient
+// policy still lets finish: the row is still INPROGRESS at c's generation
+// (no later claim, no rescue has taken it) and its lease has expired.
+func (s State) Late(c Claim) bool {
+	if !s.Policy.Lenient {
+		return false
+	}
+	i := s.row(c.Event)
+	if i < 0 {
+		return false
+	}
+	r := s.Rows[i]
+	return r.Status == InProgress && r.Gen == c.Gen && !r.LeaseLive
 }
 
 // fixture is Expire or MakeDue: it changes only a row in the state it targets.

@@ -100,7 +100,7 @@ func TestStepRecordsClaims(t *testing.T) {
 	if want := []Claim{{"w1", "e1", 1}}; !slices.Equal(s.Claims, want) {
 		t.Fatalf("claims after begin %v, want %v", s.Claims, want)
 	}
-	if want := []PendingClaim{{"w2", "e2", 1}}; !slices.Equal(s.Pending, want) {
+	if want := []PendingClaim{{Worker: "w2", Event: "e2", Gen: 1}}; !slices.EqualFunc(s.Pending, want, func(a, b PendingClaim) bool { return a.Worker == b.Worker && a.Event == b.Event && a.Gen == b.Gen }) {
 		t.Fatalf("pending %v, want %v", s.Pending, want)
 	}
 	s = playFrom(t, s, "w2.Commit() -> ok")

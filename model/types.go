@@ -4,6 +4,11 @@
 // the policy allows and the state after each.
 package model
 
+import (
+	"slices"
+	"strconv"
+)
+
 // Status is a row's committed status, as the protocol's state query names it.
 type Status string
 
@@ -44,6 +49,28 @@ type Policy struct {
 	Rescue bool
 }
 
+// String is the policy as its directives: order=fifo batch=3 lenient
+// max_attempts=3 delete rescue (version-1 defaults left out).
+func (p Policy) String() string {
+	s := "order=" + string(p.Order)
+	if p.batch() > 1 {
+		s += " batch=" + strconv.Itoa(p.Batch)
+	}
+	if p.Lenient {
+		s += " lenient"
+	}
+	if p.MaxAttempts > 0 {
+		s += " max_attempts=" + strconv.Itoa(p.MaxAttempts)
+	}
+	if p.Delete {
+		s += " delete"
+	}
+	if p.Rescue {
+		s += " rescue"
+	}
+	return s
+}
+
 // batch is the most rows one claim takes.
 func (p Policy) batch() int { return max(p.Batch, 1) }
 
@@ -63,6 +90,12 @@ type Row struct {
 	Renewed  bool
 	Due      bool // meaningful only when Status == Ready
 	LockedBy string
+}
+
+// Grant is one row a claim returned, at the generation it returned.
+type Grant struct {
+	Event string
+	Gen   int64
 }
 
 // Claim is what a worker received from a claim: the row and its generation.
@@ -115,11 +148,26 @@ const (
 	Unknown  OutcomeKind = "unknown"  // the connection failed: applied or not, nobody knows yet
 )
 
-// Outcome is the result of a step.
+// Outcome is the result of a step. A claim's first row is Event and Gen;
+// a batch claim's other rows are in More, in enqueue order.
 type Outcome struct {
 	Kind  OutcomeKind
 	Event string
 	Gen   int64
+	More  []Grant
+}
+
+// Grants are every row a claim returned, in enqueue order.
+func (o Outcome) Grants() []Grant {
+	if o.Kind != Claimed {
+		return nil
+	}
+	return append([]Grant{{o.Event, o.Gen}}, o.More...)
+}
+
+// Equal reports whether two outcomes are the same.
+func (o Outcome) Equal(p Outcome) bool {
+	return o.Kind == p.Kind && o.Event == p.Event && o.Gen == p.Gen && slices.Equal(o.More, p.More)
 }
 
 // Transition is one outcome the policy allows for a step and the state after it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,7 +157,7 @@ func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f ch
 	checks, steps, _ := h.Stats()
 	res.Checks, res.Steps, res.Seconds = checks, steps, time.Since(start).Seconds()
 	res.Coverage = h.Coverage.Counts()
-	required := machine.RequiredClasses(cfg, inst.Proto.Has, srv.Owned())
+	required := machine.RequiredClasses(cfg, inst.Proto.Policy(), inst.Proto.Has, srv.Owned())
 	switch v := c.Failure; {
 	case !c.Caught:
 		res.Result = "pass"
@@ -285,9 +286,11 @@ Coverage classes a pass needs (with faults on, also request_lost,
 reply_lost, and db_restart on a server outboxlab started itself):
 `)
 	needs := machine.ClassSections()
-	for _, class := range machine.BaseClasses {
+	for _, class := range append(slices.Clone(machine.BaseClasses), machine.V2Classes...) {
 		when := "always"
-		if secs := needs[class]; len(secs) > 0 {
+		if secs := needs[class]; len(secs) > 0 && strings.ContainsAny(secs[0], "=>_") {
+			when = "with the directive " + secs[0]
+		} else if len(secs) > 0 {
 			when = "with the section(s) " + strings.Join(secs, " and ")
 		}
 		fmt.Fprintf(&b, "  %-24s %s\n", class, when)

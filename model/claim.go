@@ -1,0 +1,178 @@
+package model
+
+import (
+	"cmp"
+	"slices"
+)
+
+// A claim's allowed outcomes. Version 1 has one (fifo) or one per eligible
+// row (any). Version 2 widens them in three ways, each a choice the
+// observation then settles (Match):
+//
+//   - batch: a claim takes up to Batch rows, all of them when fewer are
+//     eligible: the earliest ones (fifo), or any set of that size (any);
+//   - a rescue section: the claim may leave expired leases to the rescue,
+//     so the eligible set is computed with and without them;
+//   - max_attempts: an expired last attempt is made DEAD by the claim
+//     (without a rescue section it must be, with one it may be: the rescue
+//     may do it instead). All exhausted rows are buried, or none.
+
+// claim is an autocommit claim, or with inTx the claim inside a
+// transaction that Begin opens: the rows are locked but their committed
+// fields change only at Commit.
+func (s State) claim(worker string, inTx bool) []Transition {
+	expired := []bool{true}
+	bury := [][]int{s.exhaustedRows()}
+	if s.Policy.Rescue {
+		expired = append(expired, false)
+		if len(bury[0]) > 0 {
+			bury = append(bury, nil)
+		}
+	}
+	var out []Transition
+	seen := map[string]bool{}
+	for _, withExpired := range expired {
+		for _, rows := range s.picks(s.eligibleRows(withExpired)) {
+			for _, dead := range bury {
+				t := s.claimRows(worker, inTx, rows, dead)
+				if k := t.Out.String() + " " + t.Next.Key(); !seen[k] {
+					seen[k] = true
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// exhaustedRows are the rows a claim or rescue must make DEAD: an expired
+// last attempt that no open transaction holds.
+func (s State) exhaustedRows() []int {
+	var out []int
+	for i, r := range s.Rows {
+		if r.Status == InProgress && !r.LeaseLive && r.LockedBy == "" && s.exhausted(r) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// picks are the sets of rows one claim may take from eligible (in enqueue
+// order): the first Batch (fifo), or every set of min(Batch, n) rows (any).
+func (s State) picks(eligible []int) [][]int {
+	n := min(s.Policy.batch(), len(eligible))
+	if n == 0 {
+		return [][]int{nil}
+	}
+	if s.Policy.Order != Any {
+		return [][]int{eligible[:n]}
+	}
+	return subsets(eligible, n)
+}
+
+// subsets lists every n-element subset of from, each in from's order.
+func subsets(from []int, n int) [][]int {
+	if n == 0 {
+		return [][]int{nil}
+	}
+	var out [][]int
+	for i := 0; i+n <= len(from); i++ {
+		for _, rest := range subsets(from[i+1:], n-1) {
+			out = append(out, append([]int{from[i]}, rest...))
+		}
+	}
+	return out
+}
+
+// claimRows is the transition of a claim that takes rows and buries dead.
+func (s State) claimRows(worker string, inTx bool, rows, dead []int) Transition {
+	next := s.clone()
+	var grants []Grant
+	for _, i := range rows {
+		grants = append(grants, Grant{Event: next.Rows[i].Event, Gen: next.Rows[i].Gen + 1})
+	}
+	out := Outcome{Kind: Empty}
+	if len(grants) > 0 {
+		out = Outcome{Kind: Claimed, Event: grants[0].Event, Gen: grants[0].Gen, More: grants[1:]}
+		if len(out.More) == 0 {
+			out.More = nil
+		}
+	}
+	if inTx {
+		p := PendingClaim{Worker: worker, Event: out.Event, Gen: out.Gen, More: out.More}
+		for _, i := range append(slices.Clone(rows), dead...) {
+			next.Rows[i].LockedBy = worker
+		}
+		for _, i := range dead {
+			p.Bury = append(p.Bury, next.Rows[i].Event)
+		}
+		next.Pending = withPending(next.Pending, p)
+		return Transition{Out: out, Next: next}
+	}
+	for _, i := range rows {
+		take(&next.Rows[i])
+	}
+	for _, i := range dead {
+		bury(&next.Rows[i])
+	}
+	for _, g := range grants {
+		next.Claims = append(next.Claims, Claim{Worker: worker, Event: g.Event, Gen: g.Gen})
+	}
+	return Transition{Out: out, Next: next}
+}
+
+// take is the claim statement's write: the row is owned, under a new
+// generation, with a live lease.
+func take(r *Row) {
+	r.Status = InProgress
+	r.Gen++
+	r.LeaseLive = true
+	r.Aged, r.Renewed = false, false
+	r.Due = false
+	r.LockedBy = ""
+}
+
+// bury makes an exhausted row DEAD: terminal, no lease.
+func bury(r *Row) {
+	r.Status = Dead
+	r.LeaseLive, r.Aged, r.Renewed, r.Due = false, false, false, false
+	r.LockedBy = ""
+}
+
+// withPending adds p to a list kept sorted by worker; pending is already a copy.
+func withPending(pending []PendingClaim, p PendingClaim) []PendingClaim {
+	i, _ := slices.BinarySearchFunc(pending, p.Worker, func(q PendingClaim, w string) int { return cmp.Compare(q.Worker, w) })
+	return slices.Insert(pending, i, p)
+}
+
+// commit makes worker's open claim what other connections see.
+func (s State) commit(worker string) State {
+	p := s.Pending[s.pending(worker)]
+	next := s.rollback(worker)
+	for _, g := range p.grants() {
+		take(&next.Rows[next.row(g.Event)])
+		next.Claims = append(next.Claims, Claim{Worker: worker, Event: g.Event, Gen: g.Gen})
+	}
+	for _, e := range p.Bury {
+		bury(&next.Rows[next.row(e)])
+	}
+	return next
+}
+
+// rollback ends worker's open claim transaction, if any, without effect.
+func (s State) rollback(worker string) State {
+	next := s.clone()
+	k := next.pending(worker)
+	if k < 0 {
+		return next
+	}
+	p := next.Pending[k]
+	for _, g := range p.grants() {
+		next.Rows[next.row(g.Event)].LockedBy = ""
+	}
+	for _, e := range p.Bury {
+		next.Rows[next.row(e)].LockedBy = ""
+	}
+	next.Pending = slices.Delete(next.Pending, k, k+1)
+	return next
+}

@@ -1,0 +1,69 @@
+package model
+
+// The rescue is a separate actor's maintenance pass (a reaper, a rescuer,
+// a lock reset). The policy it is held to:
+//
+//   - it never changes a live lease, a SENT row, a DEAD row or a READY row;
+//   - it makes every expired last attempt (max_attempts spent) DEAD;
+//   - each other expired claim it may return to READY, due at once or
+//     after a backoff, or leave for a claim that takes expired leases.
+//
+// The choices multiply: every combination is a transition, and the
+// observation keeps the ones that match. With at most a handful of events
+// in a check this stays small (3^4 for four expired rows).
+
+// rescueChoices are what the rescue may do to one expired, unexhausted row.
+var rescueChoices = []func(*Row){
+	func(*Row) {}, // left for a claim that takes expired leases
+	func(r *Row) { release(r, true) },
+	func(r *Row) { release(r, false) },
+}
+
+// release returns an expired claim to READY, due now or after a backoff.
+// Its generation stays: the attempt was spent.
+func release(r *Row, due bool) {
+	r.Status, r.Due = Ready, due
+	r.LeaseLive, r.Aged, r.Renewed = false, false, false
+}
+
+// rescue is every state one rescue pass may leave.
+func (s State) rescue() []Transition {
+	states := []State{s.clone()}
+	for _, i := range s.exhaustedRows() {
+		for _, st := range states {
+			bury(&st.Rows[i])
+		}
+	}
+	for i, r := range s.Rows {
+		if r.Status != InProgress || r.LeaseLive || r.LockedBy != "" || s.exhausted(r) {
+			continue
+		}
+		var grown []State
+		for _, st := range states {
+			for _, choose := range rescueChoices {
+				next := st.clone()
+				choose(&next.Rows[i])
+				grown = append(grown, next)
+			}
+		}
+		states = grown
+	}
+	out := make([]Transition, 0, len(states))
+	for _, st := range dedup(states) {
+		out = append(out, Transition{Out: Outcome{Kind: OK}, Next: st})
+	}
+	return out
+}
+
+// rescueBlocks reports whether a rescue may wait on a row lock: an open
+// claim transaction holds an expired row (a reclaim, or a claim burying
+// it), which a rescue's UPDATE of expired rows would wait for unless it
+// skips locked rows. The machine does not run it then.
+func (s State) rescueBlocks() bool {
+	for _, r := range s.Rows {
+		if r.Status == InProgress && !r.LeaseLive && r.LockedBy != "" {
+			return true
+		}
+	}
+	return false
+}
