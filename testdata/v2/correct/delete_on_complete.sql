@@ -1,0 +1,52 @@
+-- Correct: leased whose complete deletes the row instead of marking it SENT
+-- (done=delete, as pgmq's delete or a plain outbox relay does); the DELETE is
+-- guarded exactly like leased's UPDATE (id, current generation, live lease),
+-- so a completed event leaves the state only through a complete that applied.
+-- outboxlab: order=fifo
+-- outboxlab: done=delete
+
+-- name: schema
+CREATE TABLE outbox_lab (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    event_id text NOT NULL UNIQUE,
+    status text NOT NULL DEFAULT 'READY'
+        CHECK (status IN ('READY', 'INPROGRESS', 'SENT')),
+    generation bigint NOT NULL DEFAULT 0,
+    lease_until timestamptz,
+    next_attempt_at timestamptz NOT NULL DEFAULT statement_timestamp(),
+    CHECK ((status = 'INPROGRESS') = (lease_until IS NOT NULL))
+);
+
+-- name: claim
+WITH candidate AS (
+    SELECT id FROM outbox_lab
+    WHERE (status = 'READY' AND next_attempt_at <= statement_timestamp())
+       OR (status = 'INPROGRESS' AND lease_until <= statement_timestamp())
+    ORDER BY id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox_lab AS o
+SET status = 'INPROGRESS', generation = o.generation + 1,
+    lease_until = statement_timestamp() + interval '30 seconds'
+FROM candidate AS c
+WHERE o.id = c.id
+RETURNING o.id, o.event_id, o.generation;
+
+-- name: complete
+DELETE FROM outbox_lab
+WHERE id = @id
+  AND status = 'INPROGRESS'
+  AND generation = @generation
+  AND lease_until > clock_timestamp()
+RETURNING id;
+
+-- name: retry
+UPDATE outbox_lab
+SET status = 'READY', lease_until = NULL,
+    next_attempt_at = statement_timestamp() + interval '1 minute'
+WHERE id = @id
+  AND status = 'INPROGRESS'
+  AND generation = @generation
+  AND lease_until > clock_timestamp()
+RETURNING id;

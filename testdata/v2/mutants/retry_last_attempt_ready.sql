@@ -1,0 +1,70 @@
+-- mutant: attempts_dead whose retry always sends the row back to READY, ignoring the budget: a retry of the third attempt schedules a fourth instead of making the event DEAD, and a failing event is retried forever.
+-- catch: retry of the last attempt did not make e1 DEAD
+-- outboxlab: order=fifo
+-- outboxlab: max_attempts=3
+
+-- name: schema
+CREATE TABLE outbox_lab (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    event_id text NOT NULL UNIQUE,
+    status text NOT NULL DEFAULT 'READY'
+        CHECK (status IN ('READY', 'INPROGRESS', 'SENT', 'DEAD')),
+    generation bigint NOT NULL DEFAULT 0,
+    lease_until timestamptz,
+    next_attempt_at timestamptz NOT NULL DEFAULT statement_timestamp(),
+    CHECK ((status = 'INPROGRESS') = (lease_until IS NOT NULL))
+);
+
+-- name: claim
+WITH exhausted AS (
+    SELECT id FROM outbox_lab
+    WHERE status = 'INPROGRESS' AND lease_until <= statement_timestamp()
+      AND generation >= 3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox_lab AS o
+SET status = 'DEAD', lease_until = NULL
+FROM exhausted AS x
+WHERE o.id = x.id;
+
+WITH candidate AS (
+    SELECT id FROM outbox_lab
+    WHERE (status = 'READY' AND next_attempt_at <= statement_timestamp())
+       OR (status = 'INPROGRESS' AND lease_until <= statement_timestamp()
+           AND generation < 3)
+    ORDER BY id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox_lab AS o
+SET status = 'INPROGRESS', generation = o.generation + 1,
+    lease_until = statement_timestamp() + interval '30 seconds'
+FROM candidate AS c
+WHERE o.id = c.id
+RETURNING o.id, o.event_id, o.generation;
+
+-- name: complete
+UPDATE outbox_lab SET status = 'SENT', lease_until = NULL
+WHERE id = @id
+  AND status = 'INPROGRESS'
+  AND generation = @generation
+  AND lease_until > clock_timestamp()
+RETURNING id;
+
+-- name: retry
+UPDATE outbox_lab
+SET status = 'READY',
+    lease_until = NULL,
+    next_attempt_at = statement_timestamp() + interval '1 minute'
+WHERE id = @id
+  AND status = 'INPROGRESS'
+  AND generation = @generation
+  AND lease_until > clock_timestamp()
+RETURNING id;
+
+-- name: state
+SELECT id, event_id, status, generation,
+       CASE WHEN lease_until IS NULL THEN NULL
+            ELSE lease_until <= statement_timestamp() END AS lease_expired,
+       next_attempt_at <= statement_timestamp() AS due
+FROM outbox_lab ORDER BY id;
