@@ -27,10 +27,10 @@ type run struct {
 	claimIDs map[model.Claim]string
 	// claimedIDs are the ids the last claim step returned, by event.
 	claimedIDs map[string]string
-	workers   []string
-	dead      map[string]bool
-	nextEvent int
-	draining  bool
+	workers    []string
+	dead       map[string]bool
+	nextEvent  int
+	draining   bool
 	// faultPending is set while a network fault is armed, when a timeout
 	// is the fault's doing and not a blocked statement.
 	faultPending bool
