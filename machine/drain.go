@@ -59,7 +59,13 @@ func (r *run) drain() {
 func (r *run) recoverAll() {
 	r.releaseAll()
 	if r.h.Inst.Proto.Has(sut.Rescue) {
-		r.exec(model.Op{Kind: model.Rescue}, func() model.Outcome { return r.runRescue() })
+		// A rescuer whose connection a restart broke finds out now
+		// (unknown) and reconnects for the next try.
+		for range 3 {
+			if r.exec(model.Op{Kind: model.Rescue}, func() model.Outcome { return r.runRescue() }).Kind != model.Unknown {
+				break
+			}
+		}
 		r.releaseAll() // a rescue may return rows with a backoff
 	}
 }

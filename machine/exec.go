@@ -252,7 +252,9 @@ func (r *run) countCoverage(op model.Op, got model.Outcome) {
 				cov.add(CovBatchClaim)
 			}
 			for _, g := range got.Grants() {
-				if i := rowIndex(s, g.Event); i >= 0 && s.Rows[i].Status == model.InProgress {
+				// A reclaim takes an expired lease, itself or after a
+				// rescue returned it.
+				if i := rowIndex(s, g.Event); i >= 0 && (s.Rows[i].Status == model.InProgress || r.rescued[g.Event]) {
 					cov.add(CovReclaim)
 					break
 				}
@@ -302,9 +304,10 @@ func (r *run) countCoverage(op model.Op, got model.Outcome) {
 	}
 }
 
-// countRowCoverage records what the rows show a step did: a row made
-// DEAD, a row deleted on complete.
-func (r *run) countRowCoverage(before, after []sut.StateRow) {
+// countRowCoverage records what the rows show op did: a row made DEAD, a
+// row deleted on complete, an expired claim a rescue returned to READY
+// (whose next claim is a reclaim).
+func (r *run) countRowCoverage(op model.Op, before, after []sut.StateRow) {
 	now := map[string]model.Status{}
 	for _, row := range after {
 		now[row.Event] = row.Status
@@ -316,6 +319,10 @@ func (r *run) countRowCoverage(before, after []sut.StateRow) {
 			r.h.Coverage.add(CovDeletedOnComplete)
 		case status == model.Dead && row.Status != model.Dead:
 			r.h.Coverage.add(CovDead)
+		case op.Kind == model.Rescue && row.Status == model.InProgress && status == model.Ready:
+			r.rescued[row.Event] = true
+		case status == model.InProgress:
+			delete(r.rescued, row.Event)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
 	h.program = nil
 	h.failure = nil
 	h.mu.Unlock()
-	r := &run{h: h, t: t, ids: map[string]string{}, claimIDs: map[model.Claim]string{}, dead: map[string]bool{}, workers: workers}
+	r := &run{h: h, t: t, ids: map[string]string{}, claimIDs: map[model.Claim]string{}, rescued: map[string]bool{}, dead: map[string]bool{}, workers: workers}
 	if err := h.preparePool(r.workers); err != nil {
 		t.Fatalf("harness: %v", err)
 	}

@@ -27,6 +27,7 @@ type run struct {
 	claimIDs map[model.Claim]string
 	// claimedIDs are the ids the last claim step returned, by event.
 	claimedIDs map[string]string
+	rescued    map[string]bool // events a rescue returned to READY, not claimed since
 	workers    []string
 	dead       map[string]bool
 	nextEvent  int
@@ -102,6 +103,7 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 		if r.idNote(op) != "" {
 			r.checkOwnRow(op) // a wrong id's real harm: another row changed
 		}
+		r.checkDead(op)
 		err := model.Explain(r.model(), op, got, allowed)
 		detail := fmt.Sprintf("%v", err) + r.idNote(op)
 		r.fail(ruleOf(detail), detail)
@@ -144,6 +146,18 @@ func (r *run) checkOwnRow(op model.Op) {
 	}
 	if err := model.CheckOwnRow(viewsOf(r.rows), viewsOf(r.readState(op)), op); err != nil {
 		r.fail(ruleOf(err.Error()), err.Error()+r.idNote(op))
+	}
+}
+
+// checkDead reads the rows after a step whose outcome the model did not
+// allow and fails the check when a row went DEAD that the model never let
+// die: the cause to report, ahead of what the outcome looked like.
+func (r *run) checkDead(op model.Op) {
+	if r.rows == nil {
+		return
+	}
+	if rule, detail := model.ExplainDead(op, r.model(), viewsOf(r.readState(op))); rule != "" {
+		r.fail(rule, detail)
 	}
 }
 
@@ -194,7 +208,7 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 		}
 	}
 	if r.rows != nil {
-		r.countRowCoverage(r.rows, rows)
+		r.countRowCoverage(op, r.rows, rows)
 	}
 	r.rows = rows
 	matched := model.Match(next, views, r.hasGen())

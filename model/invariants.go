@@ -63,7 +63,7 @@ func CheckChange(p Policy, before, after []RowView, op Op, out Outcome) error {
 		}
 		gens := b.HasGen && a.HasGen
 		if b.Status == Dead && (a.Status != Dead || gens && a.Gen != b.Gen) {
-			return fmt.Errorf("DEAD is terminal: %s went %s -> %s", b.Event, viewText(b, gens), viewText(a, gens))
+			return fmt.Errorf("DEAD is terminal (%s went %s -> %s)", b.Event, viewText(b, gens), viewText(a, gens))
 		}
 		if b.Status == Sent && (a.Status != Sent || gens && a.Gen != b.Gen) {
 			from, to := string(b.Status), string(a.Status)

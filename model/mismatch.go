@@ -99,3 +99,20 @@ func explainBudget(op Op, s State, r Row, got RowView) (rule, detail string) {
 	}
 	return "", ""
 }
+
+// ExplainDead names a row observed DEAD that the model never let die:
+// without an attempt budget, or before the budget was spent. It is checked
+// ahead of a step's outcome, because a claim that buries a row too early
+// also returns less than it should, and the burial is the cause.
+func ExplainDead(op Op, s State, observed []RowView) (rule, detail string) {
+	seen := map[string]RowView{}
+	for _, v := range observed {
+		seen[v.Event] = v
+	}
+	for _, r := range s.Rows {
+		if got, ok := seen[r.Event]; ok && got.Status == Dead && r.Status != Dead && !s.exhausted(r) {
+			return explainBudget(op, s, r, got)
+		}
+	}
+	return "", ""
+}

@@ -213,7 +213,7 @@ func TestV2CheckChange(t *testing.T) {
 	}
 	dead := RowView{Event: "e1", Status: Dead, Gen: 1, HasGen: true}
 	ready := RowView{Event: "e1", Status: Ready, Gen: 1, HasGen: true, Due: true}
-	if got := errText(CheckChange(Policy{MaxAttempts: 1}, []RowView{dead}, []RowView{ready}, Op{Kind: Rescue}, Outcome{Kind: OK})); got != "DEAD is terminal: e1 went DEAD gen=1 -> READY gen=1 due" {
+	if got := errText(CheckChange(Policy{MaxAttempts: 1}, []RowView{dead}, []RowView{ready}, Op{Kind: Rescue}, Outcome{Kind: OK})); got != "DEAD is terminal (e1 went DEAD gen=1 -> READY gen=1 due)" {
 		t.Errorf("DEAD terminal: %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/outboxlab/outboxlab/model"
 	"github.com/outboxlab/outboxlab/sut"
@@ -76,7 +77,7 @@ func KillClaimer(ctx context.Context, e *Env) (*Killed, error) {
 	if k.Persisted, err = e.row(ctx, killed); err != nil {
 		return nil, err
 	}
-	if err := e.fixture(ctx, sut.Expire, k.Persisted.ID); err != nil {
+	if err := e.expire(ctx, k.Persisted); err != nil {
 		return nil, err
 	}
 	// With order=any the claim may take another due row first; it must
@@ -106,19 +107,30 @@ func OpenClaimTransaction(ctx context.Context, e *Env) error {
 		return err
 	}
 	defer tx.Rollback(context.Background())
-	first, err := e.claim(ctx, tx, "w1")
+	first, err := e.St.ClaimRows(ctx, tx, "w1")
 	if err != nil {
-		return err
+		return fmt.Errorf("claim as w1: %w", err)
 	}
-	if !first.Found || first.Event != Events[0] {
+	if !slices.ContainsFunc(first, func(c sut.ClaimResult) bool { return c.Event == Events[0] }) {
 		return fmt.Errorf("claim in the open transaction returned %+v, want %s", first, Events[0])
 	}
-	second, err := e.claim(ctx, e.Inst.Conn, "w2")
+	second, err := e.St.ClaimRows(ctx, e.Inst.Conn, "w2")
 	if err != nil {
 		return fmt.Errorf("second connection (it must skip the locked row, not wait): %w", err)
 	}
-	if !second.Found || second.Event == first.Event {
-		return fmt.Errorf("second connection's claim returned %+v, want a different row than %s", second, first.Event)
+	// A batch claim may have taken every event: then the second finds
+	// nothing, and must still take none of the locked rows.
+	held := map[string]bool{}
+	for _, c := range first {
+		held[c.Event] = true
+	}
+	for _, c := range second {
+		if held[c.Event] {
+			return fmt.Errorf("second connection's claim returned %s, which the open transaction holds", c.Event)
+		}
+	}
+	if len(second) == 0 && len(first) < len(Events) {
+		return fmt.Errorf("second connection's claim returned nothing, want a different row than %s", first[0].Event)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		return err
@@ -127,8 +139,8 @@ func OpenClaimTransaction(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	if !again.Found || again.Event != first.Event {
-		return fmt.Errorf("after rollback the claim returned %+v, want %s available again", again, first.Event)
+	if !again.Found || again.Event != first[0].Event {
+		return fmt.Errorf("after rollback the claim returned %+v, want %s available again", again, first[0].Event)
 	}
 	return nil
 }
@@ -193,7 +205,11 @@ func (e *Env) newerGeneration(ctx context.Context, a sut.ClaimResult) (sut.Claim
 		}
 		return sut.ClaimResult{Found: true, ID: a.ID, Event: a.Event, Gen: a.Gen + 1}, nil
 	}
-	if err := e.fixture(ctx, sut.Expire, a.ID); err != nil {
+	r, err := e.row(ctx, a.Event)
+	if err != nil {
+		return sut.ClaimResult{}, err
+	}
+	if err := e.expire(ctx, r); err != nil {
 		return sut.ClaimResult{}, err
 	}
 	b, err := e.claim(ctx, e.Inst.Conn, "B")

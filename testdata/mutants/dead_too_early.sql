@@ -1,7 +1,13 @@
 -- mutant: attempts_dead whose burial tests generation >= 2 instead of >= 3: an event whose second claim expired goes DEAD one attempt early, although max_attempts=3 promises it a third.
 -- catch: event went DEAD before its attempt budget was spent
+-- catch: claim took e2 out of order: e1, an expired lease, is claimable first
+-- catch: claim returned nothing while e1 is claimable
 -- outboxlab: order=fifo
 -- outboxlab: max_attempts=3
+
+-- Inside an open claim transaction (Begin) the early burial is not yet
+-- visible to the suite's reads: what shows is the claim passing over the
+-- row it buried, which was still claimable (the second and third catch).
 
 -- name: schema
 CREATE TABLE outbox_lab (

@@ -1,5 +1,6 @@
 -- mutant: batch_claim sized for two (batch=2, LIMIT 2) with ORDER BY id DESC: each batch takes the newest eligible events first although order=fifo is declared, so the oldest event waits behind newer ones.
 -- catch: claim took e2 out of order: e1 is claimable first
+-- catch: claim took e2 out of order: e1, an expired lease, is claimable first
 -- outboxlab: order=fifo
 -- outboxlab: batch=2
 
