@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -34,24 +35,29 @@ func TestRegressions(t *testing.T) {
 		}
 		regs = append(regs, reg)
 	}
-	// One harness per protocol for the whole test, made here: its schema
-	// and worker processes outlive the subtests. A replay injects no
+	// A harness for each failing protocol, made when its first regression
+	// runs and closed after its last (the regressions are sorted by
+	// protocol): fifty harnesses at once would take more connections than
+	// the server has. The protocols that must pass (leased, a few correct
+	// variants) are shared by many and kept to the end. A replay injects no
 	// fault, so none is attached; the failing protocols get the mutants'
-	// shorter wait for a blocked claim, the passing ones the default.
+	// configuration, the passing ones the default.
+	sort.SliceStable(regs, func(i, j int) bool { return regs[i].protocol < regs[j].protocol })
 	harnesses := map[string]*machine.Harness{}
-	for _, reg := range regs {
-		if harnesses[reg.protocol] == nil {
-			harnesses[reg.protocol] = harness(t, reg.protocol, mutantConfig())
+	passing := func(p string) *machine.Harness {
+		if harnesses[p] == nil {
+			harnesses[p] = harness(t, p, catalogueConfig())
 		}
-		for _, p := range reg.passes {
-			if harnesses[p] == nil {
-				harnesses[p] = harness(t, p, catalogueConfig())
-			}
-		}
+		return harnesses[p]
 	}
-	for _, reg := range regs {
+	var failing *machine.Harness
+	for i, reg := range regs {
+		if failing == nil {
+			failing = harness(t, reg.protocol, mutantConfig())
+		}
+		h := failing
+		last := i+1 == len(regs) || regs[i+1].protocol != reg.protocol
 		t.Run(reg.name, func(t *testing.T) {
-			h := harnesses[reg.protocol]
 			v, err := h.Replay(reg.program)
 			replayed := h.Program()
 			switch {
@@ -67,7 +73,7 @@ func TestRegressions(t *testing.T) {
 					machine.CountSteps(replayed), got, machine.CountSteps(reg.lines), want, strings.Join(replayed, "\n"))
 			}
 			for _, ref := range reg.passes {
-				h := harnesses[ref]
+				h := passing(ref)
 				v, err := h.Replay(reg.program)
 				switch {
 				case err != nil:
@@ -77,6 +83,11 @@ func TestRegressions(t *testing.T) {
 				}
 			}
 		})
+		if last {
+			h.Close()
+			h.Inst.Close()
+			failing = nil
+		}
 	}
 }
 
