@@ -279,8 +279,8 @@ func checkHelp() string {
 	b.WriteString(`
 Result per protocol (exit status): pass (0); fail, a counterexample (1);
 bad input or no database (2); inconclusive (3): no counterexample, but the
-run never reached a coverage class the protocol's sections make possible,
-so the pass proves nothing there; raise --checks or --steps.
+run never reached a coverage class the protocol's sections or directives
+make possible, so the pass proves nothing there; raise --checks or --steps.
 
 Coverage classes a pass needs (with faults on, also request_lost,
 reply_lost, and db_restart on a server outboxlab started itself):
