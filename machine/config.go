@@ -5,7 +5,11 @@
 // the model. properties_test.go and `outboxlab check` both run it.
 package machine
 
-import "time"
+import (
+	"time"
+
+	"github.com/outboxlab/outboxlab/model"
+)
 
 // Config is everything a run varies: CI and nightly differ here, not in code.
 type Config struct {
@@ -26,6 +30,11 @@ type Config struct {
 	// They are tuned so that the default budget reaches every coverage
 	// class on every seed (see DefaultWeights).
 	Weights map[string]int
+	// Relax lists the properties this run does not hold the protocol to
+	// (a profile's later searches; see model.Property). With
+	// claims_never_wait relaxed no claim transaction is left open, so no
+	// claim can wait behind one.
+	Relax model.Property
 }
 
 // Default is the CI configuration.
@@ -79,6 +88,9 @@ const (
 var FaultActions = []string{ActRequestLost, ActReplyLost, ActDBRestart}
 
 func (c Config) enabled(action string) bool {
+	if c.Relax&model.NoWait != 0 && action == ActBegin {
+		return false
+	}
 	if c.Actions == nil {
 		for _, f := range FaultActions {
 			if f == action {

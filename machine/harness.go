@@ -189,7 +189,11 @@ func (h *Harness) preparePool(names []string) error {
 }
 
 // policy is what the protocol's directives and sections promise.
-func (h *Harness) policy() model.Policy { return h.Inst.Proto.Policy() }
+func (h *Harness) policy() model.Policy {
+	p := h.Inst.Proto.Policy()
+	p.Relax = h.Cfg.Relax
+	return p
+}
 
 // kill SIGKILLs a worker and waits until the server has ended its backend,
 // so its open transaction's locks are gone before the next step. The wait

@@ -21,25 +21,79 @@ import (
 // transaction that Begin opens: the rows are locked but their committed
 // fields change only at Commit.
 func (s State) claim(worker string, inTx bool) []Transition {
+	p := s.Policy
 	expired := []bool{true}
 	bury := [][]int{s.exhaustedRows()}
-	if s.Policy.Rescue {
+	if p.relaxed(AttemptBudget) {
+		// None may go DEAD, or those past the declared budget, or every
+		// expired claim.
+		bury = [][]int{nil, s.exhaustedRows(), s.expiredRows()}
+	}
+	if p.Rescue || p.relaxed(NoStrandedRow) {
 		expired = append(expired, false)
-		if len(bury[0]) > 0 {
-			bury = append(bury, nil)
+	}
+	if p.Rescue && len(bury[0]) > 0 {
+		bury = append(bury, nil)
+	}
+	short := []bool{false}
+	if p.relaxed(OneLiveOwner) {
+		short = append(short, true) // the lease granted may be too short
+	}
+	picks := s.picks(s.eligibleRows(true))
+	for _, withExpired := range expired[1:] {
+		picks = append(picks, s.picks(s.eligibleRows(withExpired))...)
+	}
+	if loose := s.looseRows(); len(loose) > len(s.eligibleRows(true)) {
+		// A relaxed property lets the claim take other rows too: any
+		// set of up to a batch of them, in any order.
+		for k := 1; k <= min(s.Policy.batch(), len(loose)); k++ {
+			picks = append(picks, subsets(loose, k)...)
 		}
 	}
 	var out []Transition
 	seen := map[string]bool{}
-	for _, withExpired := range expired {
-		for _, rows := range s.picks(s.eligibleRows(withExpired)) {
-			for _, dead := range bury {
-				t := s.claimRows(worker, inTx, rows, dead)
+	for _, rows := range picks {
+		for _, dead := range bury {
+			for _, tooShort := range short {
+				t := s.claimRows(worker, inTx, rows, without(dead, rows), tooShort)
 				if k := t.Out.String() + " " + t.Next.Key(); !seen[k] {
 					seen[k] = true
 					out = append(out, t)
 				}
 			}
+		}
+	}
+	return out
+}
+
+// looseRows are the rows a claim may take with the relaxed properties.
+func (s State) looseRows() []int {
+	var out []int
+	for i, r := range s.Rows {
+		if s.loose(r) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// expiredRows are the expired claims no open transaction holds.
+func (s State) expiredRows() []int {
+	var out []int
+	for i, r := range s.Rows {
+		if r.Status == InProgress && !r.LeaseLive && r.LockedBy == "" {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// without is rows minus those in taken.
+func without(rows, taken []int) []int {
+	var out []int
+	for _, i := range rows {
+		if !slices.Contains(taken, i) {
+			out = append(out, i)
 		}
 	}
 	return out
@@ -59,12 +113,22 @@ func (s State) exhaustedRows() []int {
 
 // picks are the sets of rows one claim may take from eligible (in enqueue
 // order): the first Batch (fifo), or every set of min(Batch, n) rows (any).
+//
+// With no_stranded_row relaxed a claim may leave any eligible row behind:
+// any set of up to a batch of them, none included; with the order relaxed,
+// any set of the size it must take.
 func (s State) picks(eligible []int) [][]int {
 	n := min(s.Policy.batch(), len(eligible))
-	if n == 0 {
+	switch {
+	case s.Policy.relaxed(NoStrandedRow):
+		var out [][]int
+		for k := 0; k <= n; k++ {
+			out = append(out, subsets(eligible, k)...)
+		}
+		return out
+	case n == 0:
 		return [][]int{nil}
-	}
-	if s.Policy.Order != Any {
+	case s.Policy.Order != Any && !s.Policy.relaxed(FIFOOrder):
 		return [][]int{eligible[:n]}
 	}
 	return subsets(eligible, n)
@@ -84,8 +148,10 @@ func subsets(from []int, n int) [][]int {
 	return out
 }
 
-// claimRows is the transition of a claim that takes rows and buries dead.
-func (s State) claimRows(worker string, inTx bool, rows, dead []int) Transition {
+// claimRows is the transition of a claim that takes rows and buries dead;
+// with short, the leases it grants have already run out (a lease shorter
+// than declared, allowed only with one_live_owner relaxed).
+func (s State) claimRows(worker string, inTx bool, rows, dead []int, short bool) Transition {
 	next := s.clone()
 	var grants []Grant
 	for _, i := range rows {
@@ -111,6 +177,9 @@ func (s State) claimRows(worker string, inTx bool, rows, dead []int) Transition 
 	}
 	for _, i := range rows {
 		take(&next.Rows[i])
+		if short {
+			next.Rows[i].LeaseLive = false
+		}
 	}
 	for _, i := range dead {
 		bury(&next.Rows[i])

@@ -1,5 +1,7 @@
 package model
 
+import "slices"
+
 // The rescue is a separate actor's maintenance pass (a reaper, a rescuer,
 // a lock reset). The policy it is held to:
 //
@@ -29,18 +31,27 @@ func release(r *Row, due bool) {
 // rescue is every state one rescue pass may leave.
 func (s State) rescue() []Transition {
 	states := []State{s.clone()}
+	budget := !s.Policy.relaxed(AttemptBudget)
 	for _, i := range s.exhaustedRows() {
 		for _, st := range states {
-			bury(&st.Rows[i])
+			if budget {
+				bury(&st.Rows[i])
+			}
 		}
 	}
+	choices := rescueChoices
+	if s.Policy.relaxed(AttemptBudget) {
+		choices = append(slices.Clone(choices), bury) // DEAD at any attempt
+	}
 	for i, r := range s.Rows {
-		if r.Status != InProgress || r.LeaseLive || r.LockedBy != "" || s.exhausted(r) {
+		// With one_live_owner relaxed a rescue may take live leases too.
+		live := r.LeaseLive && !s.Policy.relaxed(OneLiveOwner)
+		if r.Status != InProgress || live || r.LockedBy != "" || s.exhausted(r) && budget {
 			continue
 		}
 		var grown []State
 		for _, st := range states {
-			for _, choose := range rescueChoices {
+			for _, choose := range choices {
 				next := st.clone()
 				choose(&next.Rows[i])
 				grown = append(grown, next)

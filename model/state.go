@@ -80,7 +80,31 @@ func (s State) eligible(r Row, expired bool) bool {
 	return (r.Status == Ready && r.Due) || (expired && r.Status == InProgress && !r.LeaseLive)
 }
 
-// exhausted reports whether r has had every attempt its budget allows.
+// loose reports whether a claim may also take r because a property is
+// relaxed: a waiting row (backoff), a live lease (one_live_owner), a SENT
+// or DEAD row (terminal). Such rows are allowed, never required: they
+// widen the claim's choices (see claim), not the rows it must consider.
+func (s State) loose(r Row) bool {
+	p := s.Policy
+	if r.LockedBy != "" || s.exhausted(r) && !p.relaxed(AttemptBudget) {
+		return false
+	}
+	switch {
+	case r.Status == Ready && r.Due, r.Status == InProgress && !r.LeaseLive:
+		return true
+	case s.eligible(r, true):
+		return true
+	case r.Status == Ready:
+		return p.relaxed(Backoff)
+	case r.Status == InProgress:
+		return p.relaxed(OneLiveOwner) && r.LeaseLive
+	}
+	return p.relaxed(Terminal)
+}
+
+// exhausted reports whether r has had every attempt its declared budget
+// allows. With the budget relaxed such a row may still be claimed, and
+// DEAD may come at any attempt (see loose, applied, claim and rescue).
 func (s State) exhausted(r Row) bool {
 	return s.Policy.MaxAttempts > 0 && r.Gen >= int64(s.Policy.MaxAttempts)
 }

@@ -23,7 +23,15 @@ func (s State) Step(op Op) []Transition {
 	case Begin:
 		return s.claim(op.Worker, true)
 	case Commit:
-		return one(OK, s.commit(op.Worker))
+		next := s.commit(op.Worker)
+		if !s.Policy.relaxed(OneLiveOwner) {
+			return one(OK, next)
+		}
+		short := next.clone()
+		for _, g := range s.Pending[s.pending(op.Worker)].grants() {
+			short.Rows[short.row(g.Event)].LeaseLive = false
+		}
+		return []Transition{{Out: Outcome{Kind: OK}, Next: next}, {Out: Outcome{Kind: OK}, Next: short}}
 	case Rollback, Kill:
 		return one(OK, s.rollback(op.Worker))
 	case Restart:
@@ -128,43 +136,90 @@ func one(kind OutcomeKind, next State) []Transition {
 // allowed. With done=delete, an applied complete may also delete the row.
 func (s State) update(op Op) []Transition {
 	c := Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}
-	late := s.Late(c)
-	if !s.IsCurrent(c) && !late {
+	optional := s.Late(c) || s.relaxedStale(c)
+	if !s.IsCurrent(c) && !optional {
 		return one(Rejected, s.clone())
 	}
-	next := s.clone()
-	i := next.row(op.Event)
-	r := &next.Rows[i]
-	switch op.Kind {
-	case Complete:
-		r.Status, r.LeaseLive = Sent, false
-	case Retry:
-		r.Status, r.LeaseLive, r.Due = Ready, false, false
-		if s.exhausted(*r) {
-			// The last attempt failed: the event is dead, at once.
-			r.Status = Dead
-		}
-	case Renew:
-		// The lease runs at least the declared length from now: fresh.
-		r.LeaseLive, r.Aged, r.Renewed = true, false, true
+	var out []Transition
+	for _, next := range s.applied(op) {
+		out = append(out, Transition{Out: Outcome{Kind: Applied}, Next: next})
 	}
-	out := []Transition{{Out: Outcome{Kind: Applied}, Next: next}}
-	if op.Kind == Complete && s.Policy.Delete {
-		gone := next.clone()
-		gone.Rows = slices.Delete(gone.Rows, i, i+1)
-		out = append(out, Transition{Out: Outcome{Kind: Applied}, Next: gone})
-	}
-	if late {
+	if optional {
 		out = append(out, Transition{Out: Outcome{Kind: Rejected}, Next: s.clone()})
 	}
 	return out
+}
+
+// applied is every state an applied complete, retry or renew may leave.
+// With done=delete a complete may also delete the row; with the backoff
+// relaxed a retry may leave the row due; with the budget relaxed a retry
+// may make it DEAD at any attempt.
+func (s State) applied(op Op) []State {
+	p := s.Policy
+	next := s.clone()
+	i := next.row(op.Event)
+	r := &next.Rows[i]
+	out := []State{next}
+	switch op.Kind {
+	case Complete:
+		r.Status, r.LeaseLive, r.Aged, r.Renewed = Sent, false, false, false
+		if p.Delete {
+			gone := next.clone()
+			gone.Rows = slices.Delete(gone.Rows, i, i+1)
+			out = append(out, gone)
+		}
+	case Retry:
+		r.Status, r.LeaseLive, r.Due, r.Aged, r.Renewed = Ready, false, false, false, false
+		if s.exhausted(*r) && !p.relaxed(AttemptBudget) {
+			// The last attempt failed: the event is dead, at once.
+			r.Status = Dead
+		}
+		if p.relaxed(Backoff) && r.Status == Ready {
+			due := next.clone()
+			due.Rows[i].Due = true
+			out = append(out, due)
+		}
+		if p.relaxed(AttemptBudget) {
+			dead := next.clone()
+			bury(&dead.Rows[i])
+			out = append(out, dead)
+		}
+	case Renew:
+		if r.Status != InProgress {
+			break // a renew of a row no longer in progress changes nothing
+		}
+		// The lease runs at least the declared length from now: fresh.
+		r.LeaseLive, r.Aged, r.Renewed = true, false, true
+		if p.relaxed(OneLiveOwner) {
+			short := next.clone()
+			short.Rows[i].LeaseLive = false
+			out = append(out, short)
+		}
+	}
+	return out
+}
+
+// relaxedStale reports whether c is a claim that is no longer current but
+// whose outcome a relaxed property lets apply: fencing relaxed, any old
+// claim of a row that is INPROGRESS or READY (reclaimed, retried or
+// rescued since); terminal relaxed, any claim of a SENT or DEAD row.
+func (s State) relaxedStale(c Claim) bool {
+	i := s.row(c.Event)
+	if i < 0 || s.IsCurrent(c) {
+		return false
+	}
+	switch s.Rows[i].Status {
+	case InProgress, Ready:
+		return s.Policy.relaxed(Fencing)
+	}
+	return s.Policy.relaxed(Terminal)
 }
 
 // Late reports whether c is an expired owner's claim that the lenient
 // policy still lets finish: the row is still INPROGRESS at c's generation
 // (no later claim, no rescue has taken it) and its lease has expired.
 func (s State) Late(c Claim) bool {
-	if !s.Policy.Lenient {
+	if !s.Policy.Lenient && !s.Policy.relaxed(StrictExpiry) {
 		return false
 	}
 	i := s.row(c.Event)
@@ -204,10 +259,11 @@ func (s State) age(event string) []Transition {
 		return one(OK, next)
 	}
 	r := &next.Rows[i]
-	if !r.Aged {
+	if !r.Aged && !s.Policy.relaxed(OneLiveOwner) {
 		r.Aged = true
 		return one(OK, next)
 	}
+	r.Aged = true
 	expired := next.clone()
 	er := &expired.Rows[i]
 	er.LeaseLive, er.Aged, er.Renewed = false, false, false

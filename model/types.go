@@ -47,6 +47,10 @@ type Policy struct {
 	// Rescue is set when the protocol has a rescue section: an expired
 	// claim may then wait for a rescue to return it before it is claimable.
 	Rescue bool
+	// Relax lists the properties a profile no longer holds the protocol
+	// to: for each, the model allows what the property forbids too (see
+	// relax.go). Zero for an ordinary check.
+	Relax Property
 }
 
 // String is the policy as its directives: order=fifo batch=3 lenient
@@ -67,6 +71,9 @@ func (p Policy) String() string {
 	}
 	if p.Rescue {
 		s += " rescue"
+	}
+	if p.Relax != 0 {
+		s += " relax=" + p.Relax.String()
 	}
 	return s
 }

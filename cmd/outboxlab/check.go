@@ -36,6 +36,10 @@ type checkResult struct {
 	Uncovered           []string       `json:"uncovered,omitempty"`     // required classes never reached: the result is inconclusive
 	NotExercised        []string       `json:"not_exercised,omitempty"` // what this protocol's sections leave out of every check
 	Error               string         `json:"error,omitempty"`
+	// Profile is set by --profile: a verdict per property. ProfileStopped
+	// names the failure of no property that ended it, if one did.
+	Profile        []profileEntry `json:"profile,omitempty"`
+	ProfileStopped string         `json:"profile_stopped,omitempty"`
 }
 
 type checkFlags struct {
@@ -46,6 +50,7 @@ type checkFlags struct {
 	faults  bool
 	workers int
 	shrink  time.Duration
+	profile bool
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -60,6 +65,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.faults, "faults", def.Faults, "inject network faults and server restarts")
 	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long for rapid's shrinking, used when a counterexample cannot be replayed (default 30s)")
 	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
+	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab check [flags] [PROTOCOL ...]")
 		fs.PrintDefaults()
@@ -95,13 +101,21 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	code := exitPass
 	for _, inst := range insts {
-		res := checkOne(srv, inst, cfg, f, stderr)
+		var res checkResult
+		if f.profile {
+			res = profileOne(srv, inst, cfg, f, stderr)
+		} else {
+			res = checkOne(srv, inst, cfg, f, stderr)
+		}
 		code = worseExit(code, res.Result)
-		if f.asJSON {
+		switch {
+		case f.asJSON:
 			enc := json.NewEncoder(stdout)
 			enc.SetEscapeHTML(false)
 			enc.Encode(res)
-		} else {
+		case f.profile:
+			printProfile(stdout, res)
+		default:
 			printResult(stdout, res)
 		}
 	}

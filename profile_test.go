@@ -1,0 +1,50 @@
+package outboxlab
+
+import (
+	"testing"
+
+	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/search"
+)
+
+// TestProfiles pins the profile (a verdict per property) of protocols
+// whose breaks are known: each broken property is found with its own
+// counterexample while the ones broken before it are relaxed, and a
+// property that holds is not reported broken. complete_no_lease_check is
+// the case the profile exists for: it fences correctly and only lets an
+// expired owner finish, so it must read as strict_expiry alone.
+func TestProfiles(t *testing.T) {
+	honestSearch(t)
+	tests := []struct {
+		protocol string
+		broken   model.Property
+	}{
+		{"leased", 0},
+		{"baseline", model.NoStrandedRow | model.Fencing | model.StrictExpiry | model.Terminal},
+		{"testdata/mutants/complete_no_lease_check.sql", model.StrictExpiry},
+		{"testdata/mutants/complete_no_generation.sql", model.Fencing},
+		{"testdata/mutants/claim_ignores_backoff.sql", model.Backoff},
+		{"testdata/mutants/claim_order_desc.sql", model.FIFOOrder},
+		{"testdata/mutants/claim_for_update.sql", model.NoWait},
+		{"testdata/mutants/retry_last_attempt_ready.sql", model.AttemptBudget},
+		{"testdata/mutants/rescue_takes_live.sql", model.OneLiveOwner},
+	}
+	for _, tc := range tests {
+		t.Run(tc.protocol, func(t *testing.T) {
+			t.Parallel()
+			h := harness(t, tc.protocol, catalogueConfig())
+			p := search.On(h).Profile(t.Name(), shrinkBudget)
+			if p.Stopped != nil {
+				t.Fatalf("the profile stopped at %v:\n%v", p.Stopped.Failure, p.Stopped.Program)
+			}
+			if got := p.Broken(); got != tc.broken {
+				t.Errorf("broken: %v, want %v", got, tc.broken)
+			}
+			for _, f := range p.Findings {
+				if f.Verdict == search.Breaks && (f.Catch.Failure == nil || model.PropertyOf(f.Catch.Failure.Rule, f.Catch.Failure.Detail) != f.Property) {
+					t.Errorf("%v breaks with a counterexample of another property: %v", f.Property, f.Catch.Failure)
+				}
+			}
+		})
+	}
+}
