@@ -6,6 +6,8 @@
 --   riverdriver/riverpgxv5/internal/dbsqlc/river_job.sql: CREATE TYPE river_job_state, CREATE TABLE river_job,
 --     queries JobGetAvailable (claim), JobSetStateIfRunningMany (complete and retry), JobGetStuck and
 --     JobRescueMany (rescue); JobSchedule (the retryable -> available promotion the due fixture imitates)
+--   (there is no JobSetCompleteIfRunningMany at this commit: completions and errors both go through
+--   JobSetStateIfRunningMany, called by internal/jobcompleter/job_completer.go)
 --   internal/maintenance/job_rescuer.go: JobRescuer.runOnce / makeRetryDecision (RescueAfter default 1h,
 --     retry when attempt < max_attempts, else discard)
 --   internal/jobexecutor/job_executor.go: JobExecutor.reportError (discard when attempt >= max_attempts,
