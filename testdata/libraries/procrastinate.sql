@@ -60,8 +60,13 @@
 --     retry_job_v2 is left out (nothing requests aborts here).
 --   - max_attempts=3: the suite's budget of 3 claims is RetryStrategy(max_attempts=2) (two
 --     retries after the first run). procrastinate's default is retry=False: no retry at all.
---   - renew: the UPDATE of procrastinate_update_heartbeat_v1(worker_id) inlined with
---     RETURNING id added (the function returns void).
+--   - renew: the UPDATE of procrastinate_update_heartbeat_v1(worker_id) inlined, unguarded,
+--     for the claim's own worker. The heartbeat is per worker, not per job, and always
+--     "succeeds" while the worker row exists (even after the job finished), so the outcome is
+--     observed, not guarded: applied = the heartbeat updated a worker that still holds this
+--     job in 'doing', i.e. it actually kept this claim alive. (With a bare RETURNING id the
+--     suite reports "renew applied to a SENT row" at once, which says only that a heartbeat is
+--     not a job-level call.)
 --   - lease=30s: get_stalled_jobs' default seconds_since_heartbeat (and the worker's
 --     stalled_worker_timeout); the 10-second heartbeat interval is the worker's business.
 --   - rescue: the documented retry_stalled_jobs task in one transaction, two statements as
@@ -273,10 +278,17 @@ UNION ALL
 SELECT id FROM retried
 
 -- name: renew
-UPDATE procrastinate_workers
-SET last_heartbeat = NOW()
-WHERE id = split_part(@id::text, ':', 2)::bigint
-RETURNING id
+WITH heartbeat AS (
+    UPDATE procrastinate_workers
+    SET last_heartbeat = NOW()
+    WHERE id = split_part(@id::text, ':', 2)::bigint
+    RETURNING id
+)
+SELECT EXISTS (
+    SELECT 1 FROM heartbeat AS h
+    JOIN procrastinate_jobs AS j ON j.worker_id = h.id
+    WHERE j.id = split_part(@id::text, ':', 1)::bigint AND j.status = 'doing'
+) AS applied
 
 -- name: rescue
 CREATE TEMP TABLE stalled_jobs ON COMMIT DROP AS
