@@ -148,7 +148,7 @@ func checkTransition(t *rapid.T, s State, op Op, tr Transition, allowed []Transi
 // budget, a row is DEAD only once it is spent, DEAD never changes, and
 // without done=delete no row ever leaves; with it, only by a complete.
 func checkBudget(t *rapid.T, s, next State, op Op, step string) {
-	if s.Policy.relaxed(AttemptBudget) || s.Policy.relaxed(Terminal) {
+	if s.Policy.relaxed(AttemptBudget) || s.Policy.relaxed(Terminal) || s.Policy.relaxed(Fencing) {
 		return
 	}
 	for _, r := range next.Rows {

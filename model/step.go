@@ -141,7 +141,15 @@ func (s State) update(op Op) []Transition {
 		return one(Rejected, s.clone())
 	}
 	var out []Transition
-	for _, next := range s.applied(op) {
+	effects := s.applied(op)
+	if !s.IsCurrent(c) && !s.Late(c) {
+		// A relaxed stale outcome acts on a row that is no longer its
+		// claim's: what it does there depends on what the protocol
+		// computes from the stale values it was sent, so any effect
+		// of its kind is allowed.
+		effects = s.anyEffect(op)
+	}
+	for _, next := range effects {
 		out = append(out, Transition{Out: Outcome{Kind: Applied}, Next: next})
 	}
 	if optional {
@@ -197,6 +205,45 @@ func (s State) applied(op Op) []State {
 		}
 	}
 	return out
+}
+
+// anyEffect is every state an outcome of op's kind may leave on its row:
+// a complete makes it SENT (or deletes it under done=delete); a retry
+// makes it READY, due or waiting, or DEAD; a renew leaves it as it was or
+// with a live lease if it is in progress, or no longer due if it waits in
+// the queue.
+func (s State) anyEffect(op Op) []State {
+	i := s.row(op.Event)
+	var out []State
+	with := func(f func(r *Row)) {
+		next := s.clone()
+		f(&next.Rows[i])
+		out = append(out, next)
+	}
+	switch op.Kind {
+	case Complete:
+		with(func(r *Row) { r.Status, r.LeaseLive, r.Aged, r.Renewed = Sent, false, false, false })
+		if s.Policy.Delete {
+			gone := s.clone()
+			gone.Rows = slices.Delete(gone.Rows, i, i+1)
+			out = append(out, gone)
+		}
+	case Retry:
+		with(func(r *Row) { release(r, true) })
+		with(func(r *Row) { release(r, false) })
+		with(bury)
+	case Renew:
+		out = append(out, s.clone())
+		switch s.Rows[i].Status {
+		case InProgress:
+			with(func(r *Row) { r.LeaseLive, r.Aged, r.Renewed = true, false, true })
+		case Ready:
+			// A stale "extend my lease" on a row back in the queue
+			// pushes its next run out, as a backoff would.
+			with(func(r *Row) { r.Due = false })
+		}
+	}
+	return dedup(out)
 }
 
 // relaxedStale reports whether c is a claim that is no longer current but

@@ -26,7 +26,8 @@ const (
 type Finding struct {
 	Property model.Property
 	Verdict  string
-	Catch    Catch // when it breaks: the counterexample
+	Catch    Catch          // when it breaks: the counterexample
+	Relaxed  model.Property // when it breaks: the properties relaxed while it was found
 }
 
 // Profile is every property's verdict, in model.Properties order. Stopped
@@ -58,6 +59,7 @@ func (h Searcher) Profile(name string, shrink time.Duration) Profile {
 	defer func() { h.Cfg.Relax = saved }()
 	declared := h.Inst.Proto.MaxAttempts > 0
 	found := map[model.Property]Catch{}
+	relaxedAt := map[model.Property]model.Property{}
 	var relaxed model.Property
 	var out Profile
 	for out.Searches < len(model.Properties)+1 {
@@ -78,14 +80,14 @@ func (h Searcher) Profile(name string, shrink time.Duration) Profile {
 			out.Stopped = &stopped
 			break
 		}
-		found[prop] = c
+		found[prop], relaxedAt[prop] = c, relaxed
 		relaxed |= prop
 	}
 	for _, prop := range model.Properties {
 		f := Finding{Property: prop, Verdict: Holds}
 		switch c, broke := found[prop]; {
 		case broke:
-			f.Verdict, f.Catch = Breaks, c
+			f.Verdict, f.Catch, f.Relaxed = Breaks, c, relaxedAt[prop]
 		case out.Stopped != nil:
 			f.Verdict = Unknown
 		case prop == model.AttemptBudget && !declared:

@@ -46,12 +46,14 @@ func profileOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f 
 	res.Checks, res.Steps, res.Seconds = checks, steps, time.Since(start).Seconds()
 	res.Coverage = h.Coverage.Counts()
 	res.Result = "pass"
-	var before string
 	for _, finding := range p.Findings {
 		e := profileEntry{Property: finding.Property.String(), Verdict: finding.Verdict}
 		if finding.Verdict == search.Breaks {
 			c := finding.Catch
-			e.Rule, e.Counterexample, e.CounterexampleSteps, e.Relaxed = c.Failure.Rule, c.Program, c.Steps(), before
+			e.Rule, e.Counterexample, e.CounterexampleSteps = c.Failure.Rule, c.Program, c.Steps()
+			if finding.Relaxed != 0 {
+				e.Relaxed = finding.Relaxed.String()
+			}
 			res.Result = "fail"
 		}
 		res.Profile = append(res.Profile, e)
