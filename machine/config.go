@@ -35,6 +35,10 @@ type Config struct {
 	// claims_never_wait relaxed no claim transaction is left open, so no
 	// claim can wait behind one.
 	Relax model.Property
+	// Strict holds the protocol to the strict policy even when it declares
+	// policy=lenient: a profile reports strict_expiry for every protocol,
+	// and a lenient one then shows what it allows.
+	Strict bool
 }
 
 // Default is the CI configuration.

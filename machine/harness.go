@@ -192,6 +192,7 @@ func (h *Harness) preparePool(names []string) error {
 func (h *Harness) policy() model.Policy {
 	p := h.Inst.Proto.Policy()
 	p.Relax = h.Cfg.Relax
+	p.Lenient = p.Lenient && !h.Cfg.Strict
 	return p
 }
 

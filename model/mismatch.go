@@ -76,6 +76,9 @@ func leaseLeft(r Row) string {
 // explainBudget names a broken rule of the attempt budget on one row: r as
 // the model has it after op, got as observed.
 func explainBudget(op Op, s State, r Row, got RowView) (rule, detail string) {
+	if s.Policy.relaxed(AttemptBudget) {
+		return "", ""
+	}
 	budget := s.Policy.MaxAttempts
 	switch {
 	case got.Status == Dead && r.Status != Dead && budget == 0:

@@ -47,6 +47,16 @@ func (p Property) String() string {
 	return strings.Join(names, "+")
 }
 
+// ParseProperty reads a property's name, as String writes it.
+func ParseProperty(name string) (Property, bool) {
+	for p, n := range propertyNames {
+		if n == name {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
 // relaxed reports whether the policy's Relax set holds q.
 func (p Policy) relaxed(q Property) bool { return p.Relax&q != 0 }
 

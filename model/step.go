@@ -248,15 +248,20 @@ func (s State) anyEffect(op Op) []State {
 
 // relaxedStale reports whether c is a claim that is no longer current but
 // whose outcome a relaxed property lets apply: fencing relaxed, any old
-// claim of a row that is INPROGRESS or READY (reclaimed, retried or
-// rescued since); terminal relaxed, any claim of a SENT or DEAD row.
+// claim of a row that is INPROGRESS under a newer claim, or READY
+// (retried or rescued since); terminal relaxed, any claim of a SENT or
+// DEAD row.
 func (s State) relaxedStale(c Claim) bool {
 	i := s.row(c.Event)
 	if i < 0 || s.IsCurrent(c) {
 		return false
 	}
-	switch s.Rows[i].Status {
-	case InProgress, Ready:
+	switch r := s.Rows[i]; {
+	case r.Status == InProgress && r.Gen == c.Gen:
+		// Still the claim's own row, its lease run out: strict_expiry's
+		// to allow (Late), not fencing's.
+		return false
+	case r.Status == InProgress, r.Status == Ready:
 		return s.Policy.relaxed(Fencing)
 	}
 	return s.Policy.relaxed(Terminal)

@@ -53,10 +53,15 @@ func (p Profile) Broken() model.Property {
 }
 
 // Profile runs the searches on the harness, each with the properties found
-// broken so far relaxed (it sets the harness's Cfg.Relax, and restores it).
+// broken so far relaxed (it sets the harness's Cfg.Relax and Cfg.Strict,
+// and restores them).
 func (h Searcher) Profile(name string, shrink time.Duration) Profile {
-	saved := h.Cfg.Relax
-	defer func() { h.Cfg.Relax = saved }()
+	saved, strict := h.Cfg.Relax, h.Cfg.Strict
+	defer func() { h.Cfg.Relax, h.Cfg.Strict = saved, strict }()
+	// Every property, strict_expiry too, whatever the protocol declares: a
+	// protocol with policy=lenient then reads as breaking strict_expiry,
+	// which is what it allows.
+	h.Cfg.Strict = true
 	declared := h.Inst.Proto.MaxAttempts > 0
 	found := map[model.Property]Catch{}
 	relaxedAt := map[model.Property]model.Property{}

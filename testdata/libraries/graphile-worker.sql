@@ -53,6 +53,9 @@
 --   - States: locked_at not null -> INPROGRESS (lease_expired = locked_at < now() - 4 hours, the
 --     rescue's own test); locked_at null and attempts >= max_attempts -> DEAD (permanently failed);
 --     otherwise READY (due = run_at <= now()); a deleted (completed) job is absent -> SENT.
+-- The properties this SQL breaks, pinned by TestLibraryProfiles
+-- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- profile: fencing strict_expiry terminal
 -- outboxlab: order=any
 -- outboxlab: batch=2
 -- outboxlab: lease=4h

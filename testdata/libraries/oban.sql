@@ -61,6 +61,10 @@
 --     (stage_jobs: state 'available').
 --   - Oban's Pruner deletes old completed/discarded rows after max_age (60s by default) in the
 --     background; that is not modelled (done=keep: a completed job stays as 'completed').
+-- The properties this SQL breaks, pinned by TestLibraryProfiles
+-- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- profile: no_stranded_row fencing strict_expiry terminal
+-- profile-sometimes: claims_never_wait
 -- outboxlab: order=any
 -- outboxlab: batch=2
 -- outboxlab: lease=1h

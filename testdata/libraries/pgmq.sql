@@ -42,6 +42,9 @@
 --   - States: a_outbox row -> SENT; q_outbox row with read_ct = 0, or with its read_ct recorded
 --     in outboxlab_backoff -> READY (due = vt <= clock_timestamp()); any other q_outbox row ->
 --     INPROGRESS (lease_expired = vt <= clock_timestamp(), the test read() applies).
+-- The properties this SQL breaks, pinned by TestLibraryProfiles
+-- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- profile: fencing strict_expiry
 -- outboxlab: order=fifo
 -- outboxlab: batch=2
 -- outboxlab: lease=30s

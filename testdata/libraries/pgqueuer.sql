@@ -72,6 +72,10 @@
 --     deleted. lease_expired, for a picked row, is the dequeue's own test: heartbeat older
 --     than 30 seconds. due: execute_after < now(), as the dequeue tests it. expire/age move
 --     the heartbeat back; due moves execute_after back.
+-- The properties this SQL breaks, pinned by TestLibraryProfiles
+-- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- profile: fencing strict_expiry terminal attempt_budget
+-- profile-sometimes: no_stranded_row
 -- outboxlab: order=fifo
 -- outboxlab: batch=3
 -- outboxlab: lease=30s

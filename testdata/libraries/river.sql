@@ -67,6 +67,9 @@
 --   - States: available, retryable, scheduled -> READY (due: available with scheduled_at <= now());
 --     running -> INPROGRESS; completed -> SENT; discarded, cancelled -> DEAD.
 --   - lease_expired for running rows: attempted_at < now() - 1 hour, JobGetStuck's own test.
+-- The properties this SQL breaks, pinned by TestLibraryProfiles
+-- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- profile: fencing strict_expiry attempt_budget
 -- outboxlab: order=any
 -- outboxlab: batch=2
 -- outboxlab: lease=1h

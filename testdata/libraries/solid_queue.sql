@@ -103,7 +103,15 @@
 --     last_heartbeat_at older than 5 minutes. expire/age move the claiming process's
 --     last_heartbeat_at back. due: the dispatcher's dispatch_next_batch for that job (delete the
 --     scheduled execution, create the ready one), as if its time had come.
--- outboxlab: order=fifo
+-- The properties this SQL breaks, pinned by TestLibraryProfiles
+-- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- profile: fencing strict_expiry attempt_budget
+-- profile-sometimes: terminal backoff
+-- profile-stopped: persisted rows differ from the model | claim took e1, a row locked by another transaction
+-- order=any: Solid Queue claims by (priority, job_id), and retry_on enqueues
+-- a new job row, so a retried event queues behind later ones: first in,
+-- first out by event is not its promise (found while writing the fix).
+-- outboxlab: order=any
 -- outboxlab: lease=5m
 -- outboxlab: max_attempts=3
 -- outboxlab: policy=lenient
