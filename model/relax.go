@@ -65,6 +65,10 @@ func (p Policy) relaxed(q Property) bool { return p.Relax&q != 0 }
 // newer claim, strict_expiry when only its lease had run out, terminal on
 // a SENT or DEAD row). 0 means a rule of no property that can be relaxed:
 // the protocol fails in a way of its own (a server error, a wrong result).
+// One rule is ambiguous: "claim took e2 out of order: e1, an expired lease,
+// is claimable first" is a fifo slip or a claim that never takes expired
+// leases; it is filed under no_stranded_row, whose relaxation (a claim may
+// leave any eligible row behind) covers both.
 func PropertyOf(rule, detail string) Property {
 	has := func(s string) bool { return strings.Contains(rule, s) }
 	switch {
