@@ -22,15 +22,11 @@ import (
 // fields change only at Commit.
 func (s State) claim(worker string, inTx bool) []Transition {
 	p := s.Policy
-	expired := []bool{true}
 	bury := [][]int{s.exhaustedRows()}
 	if p.relaxed(AttemptBudget) {
 		// None may go DEAD, or those past the declared budget, or every
 		// expired claim.
 		bury = [][]int{nil, s.exhaustedRows(), s.expiredRows()}
-	}
-	if p.Rescue || p.relaxed(NoStrandedRow) {
-		expired = append(expired, false)
 	}
 	if p.Rescue && len(bury[0]) > 0 {
 		bury = append(bury, nil)
@@ -39,16 +35,22 @@ func (s State) claim(worker string, inTx bool) []Transition {
 	if p.relaxed(OneLiveOwner) {
 		short = append(short, true) // the lease granted may be too short
 	}
-	picks := s.picks(s.eligibleRows(true))
-	for _, withExpired := range expired[1:] {
-		picks = append(picks, s.picks(s.eligibleRows(withExpired))...)
+	eligible := s.eligibleRows(true)
+	picks := s.picks(eligible)
+	if p.Rescue || p.relaxed(NoStrandedRow) {
+		// Expired leases may be left to the rescue (or to nobody).
+		picks = append(picks, s.picks(s.eligibleRows(false))...)
 	}
-	if loose := s.looseRows(); len(loose) > len(s.eligibleRows(true)) {
+	if loose := s.looseRows(); len(loose) > len(eligible) {
 		// A relaxed property lets the claim take other rows too: any
 		// set of up to a batch of them, in any order.
 		for k := 1; k <= min(s.Policy.batch(), len(loose)); k++ {
 			picks = append(picks, subsets(loose, k)...)
 		}
+	}
+	if len(picks) == 1 && len(bury) == 1 && len(short) == 1 {
+		// Version 1's fifo claim: one transition, nothing to de-duplicate.
+		return []Transition{s.claimRows(worker, inTx, picks[0], without(bury[0], picks[0]), false)}
 	}
 	var out []Transition
 	seen := map[string]bool{}

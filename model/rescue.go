@@ -32,11 +32,9 @@ func release(r *Row, due bool) {
 func (s State) rescue() []Transition {
 	states := []State{s.clone()}
 	budget := !s.Policy.relaxed(AttemptBudget)
-	for _, i := range s.exhaustedRows() {
-		for _, st := range states {
-			if budget {
-				bury(&st.Rows[i])
-			}
+	if budget {
+		for _, i := range s.exhaustedRows() {
+			bury(&states[0].Rows[i])
 		}
 	}
 	choices := rescueChoices

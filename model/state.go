@@ -92,8 +92,6 @@ func (s State) loose(r Row) bool {
 	switch {
 	case r.Status == Ready && r.Due, r.Status == InProgress && !r.LeaseLive:
 		return true
-	case s.eligible(r, true):
-		return true
 	case r.Status == Ready:
 		return p.relaxed(Backoff)
 	case r.Status == InProgress:

@@ -154,16 +154,12 @@ func setRapidFlags(f *checkFlags) error {
 
 func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f checkFlags, stderr io.Writer) checkResult {
 	res := checkResult{Protocol: inst.Proto.Name, Seed: f.seed, Counterexample: []string{}, NotExercised: notExercised(inst.Proto)}
-	h := machine.New(srv, inst, cfg)
-	defer h.Close()
-	if cfg.Faults {
-		detach, err := h.AttachFaults()
-		if err != nil {
-			res.Result, res.Error = "error", err.Error()
-			return res
-		}
-		defer detach()
+	h, done, err := startHarness(srv, inst, cfg)
+	if err != nil {
+		res.Result, res.Error = "error", err.Error()
+		return res
 	}
+	defer done()
 	stop := showProgress(h, inst.Proto.Name, f.checks, stderr)
 	start := time.Now()
 	c := search.On(h).Search("outboxlab check "+inst.Proto.Name, f.shrink)
@@ -190,6 +186,21 @@ func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f ch
 		res.Error = firstLine(c.Report)
 	}
 	return res
+}
+
+// startHarness is a harness for one protocol, with the faults attached
+// when cfg has them; done closes both.
+func startHarness(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config) (h *machine.Harness, done func(), err error) {
+	h = machine.New(srv, inst, cfg)
+	if !cfg.Faults {
+		return h, h.Close, nil
+	}
+	detach, err := h.AttachFaults()
+	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	return h, func() { detach(); h.Close() }, nil
 }
 
 func reproduceCommand(p *sut.Protocol, seed uint64, cfg machine.Config) string {

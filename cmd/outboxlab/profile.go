@@ -28,16 +28,12 @@ type profileEntry struct {
 // ends the profile, pass when every property holds at the budget.
 func profileOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f checkFlags, stderr io.Writer) checkResult {
 	res := checkResult{Protocol: inst.Proto.Name, Seed: f.seed, Counterexample: []string{}, NotExercised: notExercised(inst.Proto)}
-	h := machine.New(srv, inst, cfg)
-	defer h.Close()
-	if cfg.Faults {
-		detach, err := h.AttachFaults()
-		if err != nil {
-			res.Result, res.Error = "error", err.Error()
-			return res
-		}
-		defer detach()
+	h, done, err := startHarness(srv, inst, cfg)
+	if err != nil {
+		res.Result, res.Error = "error", err.Error()
+		return res
 	}
+	defer done()
 	stop := showProgress(h, inst.Proto.Name, f.checks, stderr)
 	start := time.Now()
 	p := search.On(h).Profile("outboxlab check --profile "+inst.Proto.Name, f.shrink)
@@ -54,14 +50,13 @@ func profileOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f 
 			if finding.Relaxed != 0 {
 				e.Relaxed = finding.Relaxed.String()
 			}
-			res.Result = "fail"
+			if res.Result != "fail" {
+				// The first broken property is the result's violation.
+				res.Result = "fail"
+				res.Violation, res.Counterexample, res.CounterexampleSteps = e.Rule, e.Counterexample, e.CounterexampleSteps
+			}
 		}
 		res.Profile = append(res.Profile, e)
-	}
-	for _, finding := range p.Findings {
-		if finding.Verdict == search.Breaks && res.Violation == "" {
-			res.Violation, res.Counterexample, res.CounterexampleSteps = finding.Catch.Failure.Rule, finding.Catch.Program, finding.Catch.Steps()
-		}
 	}
 	if c := p.Stopped; c != nil {
 		res.Result = "fail"
