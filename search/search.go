@@ -15,8 +15,10 @@ import (
 // searches with rapid's own shrinking off, then shrinks the printed program
 // by replaying it (Minimize: well under a second for the baseline, where
 // rapid's shrinker, working on the random draws, takes thousands of
-// checks). A program with a network fault's step cannot be replayed: the
-// faults are dropped if the failure does not need them; otherwise rapid
+// checks), for at most shrink (0: 10s; a protocol of many statements per
+// step, such as Solid Queue's, replays slowly and needs more to reach its
+// minimal form). A program with a network fault's step cannot be replayed:
+// the faults are dropped if the failure does not need them; otherwise rapid
 // shrinks from the failing seed for at most shrink (0: 30s).
 //
 // rapid's flags must be usable: under go test, or after testing.Init and
@@ -30,7 +32,7 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 		return c
 	}
 	if _, err := ParseProgram(c.Program); err == nil {
-		return h.minimizeFound(c, c)
+		return h.minimizeFound(c, c, shrink)
 	}
 	// Most failures do not need the faults that happened on the way: with
 	// each lost request dropped and each lost reply delivered, the program
@@ -40,7 +42,7 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	if p, err := ParseProgram(withoutFaultSteps(c.Program)); err == nil {
 		// Lenient: a step that only a dropped one made possible is skipped.
 		if v, err := h.ReplayLenient(p); err == nil && v != nil {
-			return h.minimizeFound(c, Catch{Caught: true, Program: h.Program(), Failure: v})
+			return h.minimizeFound(c, Catch{Caught: true, Program: h.Program(), Failure: v}, shrink)
 		}
 	}
 	if shrink == 0 {
@@ -62,9 +64,13 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	return h.keepSearch(c, shrunk)
 }
 
-// minimizeFound shrinks from, a replayable form of what the search found.
-func (h Searcher) minimizeFound(found, from Catch) Catch {
-	return h.keepSearch(found, h.Minimize(from, 10*time.Second))
+// minimizeFound shrinks from, a replayable form of what the search found,
+// for at most budget (0: 10s).
+func (h Searcher) minimizeFound(found, from Catch, budget time.Duration) Catch {
+	if budget == 0 {
+		budget = 10 * time.Second
+	}
+	return h.keepSearch(found, h.Minimize(from, budget))
 }
 
 // keepSearch is the shrunk result with the search's own figures: checks

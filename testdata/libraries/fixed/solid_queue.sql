@@ -56,8 +56,11 @@
 --     Active Job retry keeps on the re-enqueued job. class_name 'OutboxRelayJob', queue
 --     'default', priority 0; arguments is the JSON Active Job serializes, reduced to
 --     job_class, job_id, arguments [event_id] and executions.
---   - One event may span several job rows (each retry enqueues a new one): state shows one
---     row per active_job_id, its status taken from the newest job row, in order of the first.
+--   - One event may span several job rows (each retry enqueues a new one): state shows, per
+--     active_job_id, every job row still to run (not finished, not failed), or else the newest,
+--     in order of the first. Two rows still to run are the event queued twice (a stale or
+--     duplicate retry re-enqueues unconditionally), which the suite reports as "event ids are
+--     unique: eN appears twice": two workers may then run the event at once.
 --   - Each claim registers a process of its own (Process.register, kind 'Worker', name
 --     '@worker-<uuid>'), as a worker of one claim per boot; the suite's expire/age act on one
 --     event, and heartbeats and pruning are per process, so this is what lets a fixture stall
@@ -380,10 +383,18 @@ DELETE FROM solid_queue_claimed_executions WHERE id IN (SELECT id FROM failing);
 DELETE FROM solid_queue_processes WHERE id IN (SELECT id FROM prunable);
 
 -- name: state
-WITH latest AS (
-    SELECT DISTINCT ON (active_job_id) *
-    FROM solid_queue_jobs
-    ORDER BY active_job_id, id DESC
+WITH live AS (
+    -- every job row of an event still to run: a second one is the event queued twice
+    SELECT j.* FROM solid_queue_jobs AS j
+    WHERE j.finished_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM solid_queue_failed_executions AS x WHERE x.job_id = j.id)
+), latest AS (
+    SELECT * FROM live
+    UNION ALL
+    (SELECT DISTINCT ON (active_job_id) j.*
+     FROM solid_queue_jobs AS j
+     WHERE NOT EXISTS (SELECT 1 FROM live WHERE live.active_job_id = j.active_job_id)
+     ORDER BY active_job_id, id DESC)
 ), first_job AS (
     SELECT active_job_id, min(id) AS first_id FROM solid_queue_jobs GROUP BY active_job_id
 )
@@ -405,7 +416,7 @@ LEFT JOIN solid_queue_claimed_executions AS ce ON ce.job_id = l.id
 LEFT JOIN solid_queue_processes AS p ON p.id = ce.process_id
 LEFT JOIN solid_queue_ready_executions AS re ON re.job_id = l.id
 LEFT JOIN solid_queue_scheduled_executions AS se ON se.job_id = l.id
-ORDER BY f.first_id
+ORDER BY f.first_id, l.id
 
 -- name: expire
 UPDATE solid_queue_processes AS p
