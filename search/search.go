@@ -27,7 +27,7 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	shrinkTime := flag.CommandLine.Lookup("rapid.shrinktime").Value.String()
 	defer setRapidFlag("rapid.shrinktime", shrinkTime)
 	setRapidFlag("rapid.shrinktime", "0s")
-	c := Measure(name, h.Harness, h.Check)
+	c := h.measure(name)
 	if !c.Caught || c.Failure == nil {
 		return c
 	}
@@ -51,7 +51,7 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	checks := flag.CommandLine.Lookup("rapid.checks").Value.String()
 	seed := flag.CommandLine.Lookup("rapid.seed").Value.String()
 	setRapidFlag("rapid.shrinktime", shrink.String())
-	setRapidFlag("rapid.checks", "1")
+	setRapidFlag("rapid.checks", OneCheck())
 	setRapidFlag("rapid.seed", strconv.FormatUint(c.FailingSeed(0), 10))
 	defer func() {
 		setRapidFlag("rapid.checks", checks)
@@ -62,6 +62,15 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 		return c // not reproducible from its seed (a flaky protocol): keep the first
 	}
 	return h.keepSearch(c, shrunk)
+}
+
+// measure is the search's first pass: one rapid.Check of the budget in
+// rapid's flags, or, for a shard, one check per seed of h.Seeds.
+func (h Searcher) measure(name string) Catch {
+	if h.Seeds != nil {
+		return MeasureSeeds(name, h.Harness, h.Check, h.Seeds)
+	}
+	return Measure(name, h.Harness, h.Check)
 }
 
 // minimizeFound shrinks from, a replayable form of what the search found,
