@@ -44,7 +44,7 @@ type Run struct {
 // flags must be usable (under go test, or after testing.Init and flag
 // parsing); Check sets the budget in them and restores them.
 func Check(srv *pgserver.Server, inst *sut.Instance, r Run) Result {
-	res := Result{Protocol: inst.Proto.Name, Seed: r.Seed, Counterexample: []string{}, NotExercised: NotExercised(inst.Proto)}
+	res := Result{Protocol: inst.Proto.Name, Seed: r.Seed, Counterexample: []string{}, Coverage: map[string]int{}, NotExercised: NotExercised(inst.Proto)}
 	if !r.Shard.Whole() {
 		res.Shard = r.Shard.String()
 	}
