@@ -1,11 +1,14 @@
 package outboxlabtest_test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -19,7 +22,8 @@ import (
 // budget is 10 checks from seed 1, which reaches every coverage class of
 // the good protocol.
 func TestExampleModule(t *testing.T) {
-	dir := copyExample(t)
+	box := newSandbox(t)
+	dir := box.module
 	goTool := goCommand(t)
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -27,7 +31,7 @@ func TestExampleModule(t *testing.T) {
 	}
 	run(t, dir, goTool, "mod", "edit", "-replace", "github.com/outboxlab/outboxlab="+root)
 
-	out, err := goTest(dir, goTool)
+	out, err := box.goTest(goTool)
 	if err != nil || !strings.Contains(out, "ok  \texample.com/outbox") {
 		t.Fatalf("go test ./... with the good protocol: %v\n%s", err, out)
 	}
@@ -45,7 +49,7 @@ func TestExampleModule(t *testing.T) {
 	if err := os.WriteFile(protocol, []byte(mutant), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err = goTest(dir, goTool)
+	out, err = box.goTest(goTool)
 	if err == nil {
 		t.Fatalf("go test ./... passed with the mutant claim_pending_only:\n%s", out)
 	}
@@ -63,12 +67,50 @@ func TestExampleModule(t *testing.T) {
 	}
 }
 
-// copyExample copies examples/outbox into a temporary directory.
-func copyExample(t *testing.T) string {
+// sandbox is a temporary directory for a copy of the example module, and
+// the record of the inner go test's process group. A watchdog removes it,
+// and kills that group, when the test ends or this process ends however
+// it ends (SIGKILL included): nothing of the inner run outlives the outer
+// one. (The inner run's own cluster has its own reaper.)
+type sandbox struct {
+	base   string
+	module string
+}
+
+// watchdogScript waits for its stdin to close (the test ended, or this
+// process died and the kernel closed the pipe), kills the group recorded
+// in pgid if one is, and removes the directory.
+const watchdogScript = `cat >/dev/null
+pg=$(cat "$1/pgid" 2>/dev/null) && [ -n "$pg" ] && kill -9 -- "-$pg" 2>/dev/null
+rm -rf "$1"
+`
+
+func newSandbox(t *testing.T) *sandbox {
 	t.Helper()
-	src := filepath.Join("..", "examples", "outbox")
-	dst := filepath.Join(t.TempDir(), "outbox")
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+	base, err := os.MkdirTemp("", "outboxlab-example-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := exec.Command("/bin/sh", "-c", watchdogScript, "outboxlab-example-watchdog", base)
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	w, err := sh.StdinPipe()
+	if err == nil {
+		err = sh.Start()
+	}
+	if err != nil {
+		os.RemoveAll(base)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(); sh.Wait() })
+	s := &sandbox{base: base, module: filepath.Join(base, "outbox")}
+	if err := copyTree(filepath.Join("..", "examples", "outbox"), s.module); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -82,10 +124,28 @@ func copyExample(t *testing.T) string {
 		}
 		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
 	})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// goTest runs go test ./... in the module copy with a small fixed budget
+// and without the network, and returns its output. The go command and
+// the test binary it starts run in a process group of their own, recorded
+// for the watchdog while it runs.
+func (s *sandbox) goTest(goTool string) (string, error) {
+	var out bytes.Buffer
+	cmd := exec.Command(goTool, "test", "-count=1", "./...")
+	cmd.Dir = s.module
+	cmd.Env = append(environWithout("RAPID_", "OUTBOXLAB_SHARD", "OUTBOXLAB_ARTIFACTS", "GOFLAGS", "GOPROXY"),
+		"RAPID_CHECKS=10", "RAPID_SEED=1", "GOPROXY=off", "GOFLAGS=-mod=readonly -buildvcs=false")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return "", err
 	}
-	return dst
+	pgid := filepath.Join(s.base, "pgid")
+	os.WriteFile(pgid, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+	err := cmd.Wait()
+	os.Remove(pgid) // the group is gone: its id may be reused
+	return out.String(), err
 }
 
 // goCommand is the go command of the toolchain running this test.
@@ -102,17 +162,6 @@ func goCommand(t *testing.T) string {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-// goTest runs go test ./... in dir with a small fixed budget and without
-// the network, and returns its output.
-func goTest(dir, goTool string) (string, error) {
-	cmd := exec.Command(goTool, "test", "-count=1", "./...")
-	cmd.Dir = dir
-	cmd.Env = append(environWithout("RAPID_", "OUTBOXLAB_SHARD", "OUTBOXLAB_ARTIFACTS", "GOFLAGS", "GOPROXY"),
-		"RAPID_CHECKS=10", "RAPID_SEED=1", "GOPROXY=off", "GOFLAGS=-mod=readonly -buildvcs=false")
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
 
 func run(t *testing.T, dir, name string, args ...string) {
 	t.Helper()
