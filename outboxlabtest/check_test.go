@@ -14,10 +14,16 @@ import (
 // checks by 5 and the steps by 2, it asks for five times the checks and
 // twice the steps, so that the run is the same one.
 func small() []outboxlabtest.Option {
+	return []outboxlabtest.Option{outboxlabtest.Seed(1), sameUnderShort(10, 30)}
+}
+
+// sameUnderShort is the budget of checks and steps, with and without
+// -short: rapid's division undone.
+func sameUnderShort(checks, steps int) outboxlabtest.Option {
 	if testing.Short() {
-		return []outboxlabtest.Option{outboxlabtest.Seed(1), outboxlabtest.Budget(50, 60)}
+		return outboxlabtest.Budget(5*checks, 2*steps)
 	}
-	return []outboxlabtest.Option{outboxlabtest.Seed(1), outboxlabtest.Budget(10, 30)}
+	return outboxlabtest.Budget(checks, steps)
 }
 
 // TestCheckPassesLeased: the article's protocol passes, and Check says so
@@ -111,4 +117,39 @@ func wantLine(t *testing.T, file string) string {
 		t.Fatalf("%s: first line must be '-- want: LINE: message'", file)
 	}
 	return want
+}
+
+// TestOptionsReachTheRun: the workers, faults and steps given in code are
+// the ones the search ran with, and the reproduce line repeats them.
+func TestOptionsReachTheRun(t *testing.T) {
+	steps, want := 20, "--steps 20"
+	if testing.Short() {
+		want = "--steps 10" // rapid halves the steps under -short
+	}
+	res, err := outboxlabtest.Run("../testdata/mutants/claim_ready_only.sql", outboxlabtest.Seed(1),
+		outboxlabtest.Budget(10, steps), outboxlabtest.Workers(2), outboxlabtest.Faults(false))
+	if err != nil || res.Result != "fail" {
+		t.Fatalf("Run: %+v, %v; want a counterexample", res, err)
+	}
+	for _, w := range []string{want, "--workers 2", "--faults=false"} {
+		if !strings.Contains(res.Reproduce, w) {
+			t.Errorf("reproduce line %q does not repeat %q", res.Reproduce, w)
+		}
+	}
+	if _, ok := res.Coverage["request_lost"]; ok || !strings.HasPrefix(res.Counterexample[0], "setup: 2 workers") {
+		t.Errorf("coverage %v, counterexample %q: want two workers and no faults", res.Coverage, res.Counterexample[0])
+	}
+}
+
+// TestCheckProfile: with Profile, a protocol that breaks properties fails
+// the test with a verdict per property, each broken one with its rule.
+func TestCheckProfile(t *testing.T) {
+	r := &recorder{name: t.Name()}
+	outboxlabtest.Check(r, "baseline", outboxlabtest.Profile(), outboxlabtest.Seed(1), sameUnderShort(5, 30), outboxlabtest.Faults(false))
+	report := r.report()
+	for _, want := range []string{"baseline: profile (", "✗ no_stranded_row", "breaks: ", "✗ terminal"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the profile's failure does not contain %q:\n%s", want, report)
+		}
+	}
 }
