@@ -33,6 +33,7 @@ type line struct {
 	Got       string
 	Expected  string // the model's outcomes, " | " between them
 	Agrees    bool   // what the system returned is one of them
+	Same      bool   // it is the only one
 	Fault     string
 	WaitingOn string
 	Drain     bool
@@ -123,6 +124,7 @@ func lineOf(s machine.TraceStep, p page, prev []cell) line {
 		l.Op = strings.TrimPrefix(l.Op, s.Actor+".") // the lane names the worker
 	}
 	l.Agrees = len(s.Expected) == 0 || slices.Contains(s.Expected, s.Got)
+	l.Same = len(s.Expected) == 1 && s.Expected[0] == s.Got
 	if s.Violation != nil {
 		l.Rule, l.Detail = s.Violation.Rule, s.Violation.Detail
 	}
