@@ -29,6 +29,9 @@ type Trace struct {
 	AfterSteps bool
 	// Program is the program as the replay printed it.
 	Program []string
+	// NotReplayed says why the trace was read from a printed program
+	// (TraceOfProgram) and has no rows; "" for a replay.
+	NotReplayed string
 	// Reproduce is the command that repeats the search, set by whoever
 	// ran it (the CLI and the Go API word it differently).
 	Reproduce string

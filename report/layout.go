@@ -21,6 +21,9 @@ type page struct {
 	After     bool // the violation broke after the last step
 	Program   string
 	Steps     int
+	// NotReplayed says why the page has no rows (the trace was read from
+	// the printed program); "" for a replay.
+	NotReplayed string
 }
 
 // line is one step of the page (or the setup).
@@ -95,7 +98,10 @@ func events(t *machine.Trace) []string {
 
 func layout(t *machine.Trace) page {
 	p := page{Protocol: t.Protocol, Policy: t.Policy, Reproduce: t.Reproduce, Lanes: lanes(t), Events: events(t),
-		After: t.AfterSteps, Program: strings.Join(t.Program, "\n"), Steps: len(t.Steps)}
+		After: t.AfterSteps, Program: strings.Join(t.Program, "\n"), Steps: len(t.Steps), NotReplayed: t.NotReplayed}
+	if t.NotReplayed != "" {
+		p.Events = nil // no rows to show
+	}
 	if t.Violation != nil {
 		p.Rule, p.Detail = t.Violation.Rule, t.Violation.Detail
 	}

@@ -134,3 +134,31 @@ func TestRenderMarksTheViolation(t *testing.T) {
 		t.Errorf("a violation after the steps is not marked once after them")
 	}
 }
+
+// TestRenderPrintedProgram: a counterexample that needs a network fault
+// cannot be replayed; its page is read from the printed lines, says so,
+// and still marks every step, the fault and the violation.
+func TestRenderPrintedProgram(t *testing.T) {
+	printed := []string{
+		"setup: 2 workers (w1 w2), events e1",
+		"  1. w1.Claim() -> claimed e1 gen=1",
+		"  2. w1.Complete(e1, gen=1) -> unknown   // reply_lost, ambiguous: applied or not, decided by the next read",
+		"     -- drain --",
+		"  3. w1.Claim() -> empty   // model: claimed e1 gen=2",
+		"   ^ violation: w1.Claim() -> empty: claim returned nothing while e1 is claimable (stranded row)",
+	}
+	v := &machine.Violation{Rule: "claim returned nothing while e1 is claimable"}
+	tr := machine.TraceOfProgram("mutant", printed, v)
+	if len(tr.Steps) != 3 || tr.Steps[1].Fault != machine.ActReplyLost || !tr.Steps[2].Drain || tr.Steps[2].Violation == nil {
+		t.Fatalf("trace of the printed program: %+v", tr.Steps)
+	}
+	if got := tr.Steps[2].Expected; len(got) != 1 || got[0] != "claimed e1 gen=2" {
+		t.Errorf("the model's expectation of step 3: %v", got)
+	}
+	page := rendered(t, tr)
+	for _, want := range []string{"not replayed", "FAULT reply_lost", "model: claimed e1 gen=2", `id="violation" data-step="3"`, v.Rule} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page has no %q", want)
+		}
+	}
+}

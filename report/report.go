@@ -13,9 +13,12 @@
 // A report is drawn from a machine.Trace, which a harness records while it
 // replays a program:
 //
-//	trace, err := report.Capture(h, catch.Program, reproduce)
-//	...
-//	err = report.Write("counterexample.html", trace)
+//	catch := search.On(h).Search(name, 0)
+//	if catch.Failure != nil {
+//		trace, err := report.ForCatch(h, catch, reproduce)
+//		...
+//		path, err := report.Write("counterexample.html", trace)
+//	}
 package report
 
 import (
@@ -26,6 +29,7 @@ import (
 	"path/filepath"
 
 	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/search"
 )
 
 // Capture replays program (a counterexample as the machine printed it:
@@ -44,6 +48,24 @@ func Capture(h *machine.Harness, program []string, reproduce string) (*machine.T
 		return nil, fmt.Errorf("replay the counterexample for its report: %w", err)
 	}
 	t.Reproduce = reproduce
+	return t, nil
+}
+
+// ForCatch is the trace of a search's counterexample (c.Program, shrunk,
+// with c.Failure): replayed on h with the recorder (Capture) or, when the
+// program cannot be replayed (it needs a network fault's step), read from
+// the printed program, without rows (machine.TraceOfProgram), the reason
+// in NotReplayed. h must be the harness the search ran on, still open.
+func ForCatch(h *machine.Harness, c search.Catch, reproduce string) (*machine.Trace, error) {
+	if !c.Caught || c.Failure == nil {
+		return nil, fmt.Errorf("report: no counterexample to draw")
+	}
+	t, err := Capture(h, c.Program, reproduce)
+	if err == nil {
+		return t, nil
+	}
+	t = machine.TraceOfProgram(h.Inst.Proto.Name, c.Program, c.Failure)
+	t.Reproduce, t.NotReplayed = reproduce, err.Error()
 	return t, nil
 }
 

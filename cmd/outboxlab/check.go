@@ -51,6 +51,7 @@ type checkFlags struct {
 	workers int
 	shrink  time.Duration
 	profile bool
+	report  reportFlag
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -65,6 +66,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.faults, "faults", def.Faults, "inject network faults and server restarts")
 	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long to shrink a counterexample: by replay (default 10s), or by rapid's shrinking when it cannot be replayed (default 30s)")
 	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
+	addReportFlag(fs, &f.report)
 	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab check [flags] [PROTOCOL ...]")
@@ -81,6 +83,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	protocols, err := loadAll(fs.Args())
 	if err != nil {
 		fmt.Fprintln(stderr, "outboxlab:", err)
+		return exitBad
+	}
+	if err := f.report.prepare(f.profile, len(protocols)); err != nil {
+		fmt.Fprintln(stderr, "outboxlab check:", err)
 		return exitBad
 	}
 	if err := setRapidFlags(&f); err != nil {
@@ -181,6 +187,7 @@ func checkOne(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, f ch
 		res.CounterexampleSteps = c.Steps()
 		res.Checks = c.Checks
 		res.Reproduce = reproduceCommand(inst.Proto, c.FailingSeed(f.seed), cfg)
+		writeReport(f.report, h, c, res, stderr)
 	default:
 		res.Result = "error"
 		res.Error = firstLine(c.Report)
