@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,11 +29,12 @@ import (
 func TestReportInBrowser(t *testing.T) {
 	chromium := chromiumPath(t)
 	tr := traceOf(t, "baseline", staleComplete)
-	path, err := report.Write(filepath.Join(t.TempDir(), "report.html"), tr)
+	dir := reapedDir(t)
+	path, err := report.Write(filepath.Join(dir, "report.html"), tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := browser(t, chromium)
+	ctx := browser(t, chromium, filepath.Join(dir, "profile"))
 	shot, problems := inspect(t, ctx, path, staleRule)
 	if len(problems) > 0 {
 		t.Errorf("the report in Chromium:\n%s", strings.Join(problems, "\n"))
@@ -51,7 +53,7 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	broken := strings.Replace(string(page), `id="violation"`, `id="elsewhere"`, 1)
 	broken = strings.Replace(broken, "</body>", `<img src="http://192.0.2.1/x.png"><script>null.mutant</script></body>`, 1)
-	mutant := filepath.Join(t.TempDir(), "mutant.html")
+	mutant := filepath.Join(dir, "mutant.html")
 	if err := os.WriteFile(mutant, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -74,14 +76,15 @@ func chromiumPath(t *testing.T) string {
 	return path
 }
 
-// browser starts a headless Chromium with a profile of its own, ended
-// with the test.
-func browser(t *testing.T, chromium string) context.Context {
+// browser starts a headless Chromium with a fresh profile in profile,
+// ended with the test (and, the test binary killed, by the kernel: chromedp
+// starts it with Pdeathsig).
+func browser(t *testing.T, chromium, profile string) context.Context {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 800),
+		chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 800),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
@@ -172,5 +175,31 @@ func artifacts(t *testing.T) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// reapedDir is a temporary directory removed when the test ends or, if
+// the test binary is killed, by a small reaper that waits for the binary's
+// end on a pipe (as pgserver's does for its cluster): the browser's
+// profile and the pages outlive no run.
+func reapedDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "outboxlab-report-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reaper := exec.Command("/bin/sh", "-c", `cat >/dev/null; rm -rf "$1"`, "outboxlab-report-reaper", dir)
+	reaper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not in the test's process group
+	alive, err := reaper.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reaper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		os.RemoveAll(dir)
+		alive.Close() // the reaper finds nothing left and exits
+		reaper.Wait()
+	})
 	return dir
 }
