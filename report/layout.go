@@ -43,7 +43,7 @@ type line struct {
 	Rows      []cell
 	Rule      string // set on the violating step
 	Detail    string
-	Before    bool // the rows on the model side are from before the step
+	Note      string // why the model's rows of the violating step are from before it
 }
 
 // cell is one event's row after a step.
@@ -125,7 +125,7 @@ func layout(t *machine.Trace) page {
 // what changed.
 func lineOf(s machine.TraceStep, p page, prev []cell) line {
 	l := line{N: s.N, Lane: slices.Index(p.Lanes, s.Actor), Op: s.Op, Got: s.Got, Fault: s.Fault, WaitingOn: s.WaitingOn,
-		Drain: s.Drain, Before: s.ModelBefore, Expected: strings.Join(s.Expected, " | ")}
+		Drain: s.Drain, Expected: strings.Join(s.Expected, " | ")}
 	if s.Actor != machine.ActorFixture {
 		l.Op = strings.TrimPrefix(l.Op, s.Actor+".") // the lane names the worker
 	}
@@ -133,6 +133,12 @@ func lineOf(s machine.TraceStep, p page, prev []cell) line {
 	l.Same = len(s.Expected) == 1 && s.Expected[0] == s.Got
 	if s.Violation != nil {
 		l.Rule, l.Detail = s.Violation.Rule, s.Violation.Detail
+		switch {
+		case s.ModelBefore && s.Got == "":
+			l.Note = "the step did not return: the model's rows are as they were before it"
+		case s.ModelBefore:
+			l.Note = "the model allows no such outcome: its rows are as they were before the step"
+		}
 	}
 	for i, e := range p.Events {
 		c := cellOf(e, s)
