@@ -15,7 +15,7 @@ import (
 func TestCheckReport(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.html")
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"check", "--faults=false", "--report", path, "baseline"}, &stdout, &stderr); code != exitFail {
+	if code := run([]string{"check", "--faults=false", "--checks", "100", "--steps", "30", "--seed", "4721420954342791", "--report", path, "baseline"}, &stdout, &stderr); code != exitFail {
 		t.Fatalf("exit %d, want 1; stderr: %s", code, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "baseline: report: "+path+"\n") {
