@@ -64,3 +64,29 @@ func TestTraceOfStrandedRow(t *testing.T) {
 		t.Errorf("rule %q", bad[0].Violation.Rule)
 	}
 }
+
+// TestTraceOfAPassingReplay: the same program against leased, whose
+// complete is fenced, breaks no rule: the recorder marks no step, keeps
+// the rejected complete with the model's agreement, and records the
+// drain's steps as drain steps. (The variant of the protocol that the
+// baseline's trace must not look like.)
+func TestTraceOfAPassingReplay(t *testing.T) {
+	tr := traceOf(t, "leased", staleComplete)
+	if tr.Violation != nil || tr.AfterSteps {
+		t.Fatalf("leased broke %+v", tr.Violation)
+	}
+	for _, s := range tr.Steps {
+		if s.Violation != nil || len(s.Differs) > 0 || s.ModelBefore {
+			t.Errorf("step %d %s: violation %v, differs %v, model before %v", s.N, s.Op, s.Violation, s.Differs, s.ModelBefore)
+		}
+		if s.Drain != (s.N > len(staleComplete)-1) {
+			t.Errorf("step %d %s: drain %v", s.N, s.Op, s.Drain)
+		}
+	}
+	if late := tr.Steps[7]; late.Got != "rejected" || len(late.Expected) != 1 || late.Expected[0] != "rejected" {
+		t.Errorf("the late complete: got %q, expected %v", late.Got, late.Expected)
+	}
+	if len(tr.Steps) <= len(staleComplete)-1 {
+		t.Errorf("%d steps: the drain is missing", len(tr.Steps))
+	}
+}
