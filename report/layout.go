@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/model"
 )
 
 // page is what the template draws: the trace laid out as a table whose
@@ -32,18 +33,21 @@ type line struct {
 	Setup     bool
 	DrainFrom bool // the drain begins at this step
 	Lane      int  // the column of the step's actor
-	Op        string
-	Got       string
-	Expected  string // the model's outcomes, " | " between them
-	Agrees    bool   // what the system returned is one of them
-	Same      bool   // it is the only one
-	Fault     string
-	WaitingOn string
-	Drain     bool
-	Rows      []cell
-	Rule      string // set on the violating step
-	Detail    string
-	Note      string // why the model's rows of the violating step are from before it
+	// LaneStates are the css classes of each lane after the step: paused,
+	// dead, intx (an open claim transaction), space-separated.
+	LaneStates []string
+	Op         string
+	Got        string
+	Expected   string // the model's outcomes, " | " between them
+	Agrees     bool   // what the system returned is one of them
+	Same       bool   // it is the only one
+	Fault      string
+	WaitingOn  string
+	Drain      bool
+	Rows       []cell
+	Rule       string // set on the violating step
+	Detail     string
+	Note       string // why the model's rows of the violating step are from before it
 }
 
 // cell is one event's row after a step.
@@ -110,8 +114,10 @@ func layout(t *machine.Trace) page {
 	p.Lines = append(p.Lines, setup)
 	prev := setup.Rows
 	drained := false
+	states := laneStates{}
 	for _, s := range t.Steps {
 		l := lineOf(s, p, prev)
+		l.LaneStates = states.after(s, p.Lanes)
 		if s.Drain && !drained {
 			l.DrainFrom, drained = true, true
 		}
@@ -168,4 +174,48 @@ func cellOf(event string, s machine.TraceStep) cell {
 		c.Persisted = db.String()
 	}
 	return c
+}
+
+// laneStates follows each worker's process and transaction through the
+// steps: what a lane shows between its own steps.
+type laneStates map[string]map[string]bool
+
+// after applies step s and returns every lane's classes after it.
+func (ls laneStates) after(s machine.TraceStep, lanes []string) []string {
+	set := func(lane, state string, on bool) {
+		if ls[lane] == nil {
+			ls[lane] = map[string]bool{}
+		}
+		ls[lane][state] = on
+	}
+	switch s.Kind {
+	case model.Pause:
+		set(s.Actor, "paused", true)
+	case model.Resume, model.Respawn:
+		set(s.Actor, "paused", false)
+		set(s.Actor, "dead", false)
+	case model.Kill:
+		set(s.Actor, "dead", true)
+		set(s.Actor, "paused", false)
+		set(s.Actor, "intx", false) // its transaction rolls back
+	case model.Begin:
+		set(s.Actor, "intx", true)
+	case model.Commit, model.Rollback:
+		set(s.Actor, "intx", false)
+	case model.Restart:
+		for _, lane := range lanes {
+			set(lane, "intx", false) // the crash rolls every transaction back
+		}
+	}
+	out := make([]string, len(lanes))
+	for i, lane := range lanes {
+		var classes []string
+		for _, state := range []string{"paused", "dead", "intx"} {
+			if ls[lane][state] {
+				classes = append(classes, state)
+			}
+		}
+		out[i] = strings.Join(classes, " ")
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,5 +161,25 @@ func TestRenderPrintedProgram(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page has no %q", want)
 		}
+	}
+}
+
+// TestLaneStates: between its steps a lane shows its worker's open
+// transaction, pause and death, each ended by the step that ends it.
+func TestLaneStates(t *testing.T) {
+	steps := []machine.TraceStep{
+		{Actor: "w1", Kind: model.Begin}, {Actor: "w1", Kind: model.Pause}, {Actor: "w2", Kind: model.Kill},
+		{Actor: "w1", Kind: model.Resume}, {Actor: "w1", Kind: model.Commit}, {Actor: "w2", Kind: model.Respawn},
+	}
+	want := [][]string{{"intx", ""}, {"paused intx", ""}, {"paused intx", "dead"}, {"intx", "dead"}, {"", "dead"}, {"", ""}}
+	ls := laneStates{}
+	for i, s := range steps {
+		if got := ls.after(s, []string{"w1", "w2"}); !slices.Equal(got, want[i]) {
+			t.Errorf("after %s.%s: %q, want %q", s.Actor, s.Kind, got, want[i])
+		}
+	}
+	page := rendered(t, handTrace())
+	if !strings.Contains(page, `class="swatch paused"`) {
+		t.Error("the legend does not explain the lane states")
 	}
 }
