@@ -31,6 +31,7 @@ type Harness struct {
 	pool    *worker.Pool
 	program []string // the current check's program, one line a step
 	failure *Violation
+	trace   *recorder // set while Trace replays a program, nil otherwise
 	checks  int
 	steps   int
 	elapsed time.Duration

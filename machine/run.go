@@ -43,6 +43,7 @@ func (r *run) model() model.State { return r.states[0] }
 func (r *run) hasGen() bool { return r.h.Inst.Statements.HasGen }
 
 func (r *run) log(line string) {
+	r.traceLine(line)
 	r.h.mu.Lock()
 	r.h.program = append(r.h.program, line)
 	r.h.mu.Unlock()
@@ -52,6 +53,7 @@ func (r *run) log(line string) {
 // the failure message, so rapid sees the same message on every replay
 // and can shrink.
 func (r *run) fail(rule, detail string) {
+	r.traceFail(rule, detail)
 	r.h.mu.Lock()
 	r.h.failure = &Violation{Rule: rule, Detail: detail}
 	r.h.program = append(r.h.program, "   ^ violation: "+detail)
@@ -62,6 +64,7 @@ func (r *run) fail(rule, detail string) {
 // exec runs one step: op against the real system (do), then the outcome
 // against the model, then the persisted rows against the model.
 func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
+	defer r.traceBegin(op)() // a step of the report's trace, when one is recorded
 	r.h.mu.Lock()
 	r.h.steps++
 	r.h.mu.Unlock()
@@ -94,6 +97,7 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 			r.claimIDs[model.Claim{Worker: op.Worker, Event: g.Event, Gen: g.Gen}] = r.claimedIDs[g.Event]
 		}
 	}
+	r.traceOutcome(got, allowed)
 	line := fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, got))
 	if len(next) == 0 {
 		r.log(line + "   // model: " + outcomes(allowed))
@@ -177,6 +181,7 @@ func (r *run) readState(after model.Op) []sut.StateRow {
 	if err != nil {
 		r.t.Fatalf("harness: read state: %v", err)
 	}
+	r.traceRead(rows)
 	return rows
 }
 
@@ -196,6 +201,7 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 	}
 	rows := r.readState(op)
 	views := viewsOf(rows)
+	r.traceStates(next, views)
 	for _, row := range rows {
 		r.ids[row.Event] = row.ID
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/search"
 	"github.com/outboxlab/outboxlab/verdict"
 )
 
@@ -30,6 +31,7 @@ type checkFlags struct {
 	shrink  time.Duration
 	profile bool
 	shard   shardFlag
+	report  reportFlag
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -44,6 +46,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.faults, "faults", def.Faults, "inject network faults and server restarts")
 	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long to shrink a counterexample: by replay (default 10s), or by rapid's shrinking when it cannot be replayed (default 30s)")
 	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
+	addReportFlag(fs, &f.report)
 	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed")
 	fs.Var(&f.shard, "shard", "K/N: run part K of N of the budget, disjoint seed ranges (needs --seed; see docs/json.md)")
 	fs.Usage = func() {
@@ -65,6 +68,10 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	protocols, err := loadAll(fs.Args())
 	if err != nil {
 		fmt.Fprintln(stderr, "outboxlab:", err)
+		return exitBad
+	}
+	if err := f.report.prepare(f.profile, len(protocols)); err != nil {
+		fmt.Fprintln(stderr, "outboxlab check:", err)
 		return exitBad
 	}
 	if err := setRapidFlags(&f); err != nil {
@@ -89,8 +96,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	code := exitPass
 	for _, inst := range insts {
+		proto := inst.Proto
+		onFailure := func(h *machine.Harness, c search.Catch) {
+			res := checkResult{Protocol: proto.Name, Reproduce: verdict.Reproduce(proto, c.FailingSeed(f.seed), cfg)}
+			writeReport(f.report, h, c, res, stderr)
+		}
 		res := verdict.Check(srv, inst, verdict.Run{Cfg: cfg, Seed: f.seed, Checks: f.checks, Steps: f.steps, Shard: f.shard.Shard,
-			Shrink: f.shrink, Profile: f.profile, Progress: stderr})
+			Shrink: f.shrink, Profile: f.profile, Progress: stderr, OnFailure: onFailure})
 		code = worseExit(code, res.Result)
 		switch {
 		case f.asJSON:
