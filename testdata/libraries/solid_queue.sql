@@ -110,8 +110,10 @@
 -- The properties this SQL breaks, pinned by TestLibraryProfiles
 -- (outboxlab check --profile --faults=false; README, "The libraries"):
 -- profile: fencing strict_expiry attempt_budget
--- profile-sometimes: terminal backoff
--- profile-stopped: event ids are unique | claim took e1, a row locked by another transaction
+-- profile-sometimes: terminal
+-- profile-stopped: event ids are unique
+-- (the stop: a stale or duplicate retry re-enqueues the event as a second job row, which the
+-- model, one row per event, cannot follow; the properties not yet found are then unknown.)
 -- order=any: Solid Queue claims by (priority, job_id), and retry_on enqueues
 -- a new job row, so a retried event queues behind later ones: first in,
 -- first out by event is not its promise (found while writing the fix).
