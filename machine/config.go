@@ -39,6 +39,10 @@ type Config struct {
 	// policy=lenient: a profile reports strict_expiry for every protocol,
 	// and a lenient one then shows what it allows.
 	Strict bool
+	// NoWaitingSteps skips every complete, retry or renew that would wait
+	// on another worker's open claim transaction, as the machine did
+	// before waiting steps (see wait.go): what the evidence compares with.
+	NoWaitingSteps bool
 }
 
 // Default is the CI configuration.
@@ -56,6 +60,10 @@ func DefaultWeights() map[string]int {
 		ActStaleComplete: 2,
 		ActStaleRetry:    2,
 		ActRenew:         2,
+		// Both skip unless their state is there, so a high weight costs
+		// nothing elsewhere and makes the race likely once it is.
+		ActWait:        8,
+		ActReclaimInTx: 8,
 	}
 }
 
@@ -86,13 +94,20 @@ const (
 	ActReplyLost     = "reply_lost"
 	ActDBRestart     = "db_restart"
 	ActRescue        = "rescue"
+	// ActWait is a stale complete, retry or renew that waits behind a
+	// reclaim's open transaction (wait.go): the stale_* actions may take
+	// one too, but the state they need is rare enough to deserve its own.
+	ActWait = "wait"
+	// ActReclaimInTx is a Begin drawn only when an expired row has a
+	// stale owner that could then wait on it.
+	ActReclaimInTx = "reclaim_in_tx"
 )
 
 // FaultActions are enabled only with Config.Faults.
 var FaultActions = []string{ActRequestLost, ActReplyLost, ActDBRestart}
 
 func (c Config) enabled(action string) bool {
-	if c.Relax&model.NoWait != 0 && action == ActBegin {
+	if c.Relax&model.NoWait != 0 && (action == ActBegin || action == ActReclaimInTx) {
 		return false
 	}
 	if c.Actions == nil {

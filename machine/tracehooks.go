@@ -93,7 +93,7 @@ func (r *run) traceLine(line string) {
 	}
 	switch {
 	case rec.cur == &rec.t.Setup && strings.HasPrefix(line, "setup:"):
-	case rec.cur != &rec.t.Setup && isStepLine(line):
+	case rec.cur != &rec.t.Setup && (isStepLine(line) || strings.HasPrefix(strings.TrimSpace(line), thenPrefix)):
 	default:
 		return
 	}

@@ -15,7 +15,7 @@ import (
 // searches with rapid's own shrinking off, then shrinks the printed program
 // by replaying it (Minimize: well under a second for the baseline, where
 // rapid's shrinker, working on the random draws, takes thousands of
-// checks), for at most shrink (0: 10s; a protocol of many statements per
+// checks), for at most shrink (0: 30s; a protocol of many statements per
 // step, such as Solid Queue's, replays slowly and needs more to reach its
 // minimal form). A program with a network fault's step cannot be replayed:
 // the faults are dropped if the failure does not need them; otherwise rapid
@@ -74,10 +74,10 @@ func (h Searcher) measure(name string) Catch {
 }
 
 // minimizeFound shrinks from, a replayable form of what the search found,
-// for at most budget (0: 10s).
+// for at most budget (0: 30s: a loaded machine replays slowly).
 func (h Searcher) minimizeFound(found, from Catch, budget time.Duration) Catch {
 	if budget == 0 {
-		budget = 10 * time.Second
+		budget = 30 * time.Second
 	}
 	return h.keepSearch(found, h.Minimize(from, budget))
 }
