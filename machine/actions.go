@@ -36,8 +36,7 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		ActReplyLost:     func(t *rapid.T) { r.networkFault(t, true) },
 		ActDBRestart:     r.dbRestart,
 		ActRescue:        r.rescue,
-		ActWait:          r.waitingOutcome,
-		ActReclaimInTx:   r.reclaimInTx,
+		ActRace:          r.race,
 	}
 	hasRenew := r.h.Inst.Proto.Has("renew")
 	out := map[string]func(*rapid.T){"": func(*rapid.T) {}}
@@ -45,7 +44,7 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		if !r.h.Cfg.enabled(name) {
 			continue
 		}
-		if (name == ActWait || name == ActReclaimInTx) && r.h.Cfg.NoWaitingSteps {
+		if name == ActRace && r.h.Cfg.NoWaitingSteps {
 			continue
 		}
 		if !hasRenew && (name == ActRenew || name == ActStaleRenew) {

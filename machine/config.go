@@ -60,10 +60,9 @@ func DefaultWeights() map[string]int {
 		ActStaleComplete: 2,
 		ActStaleRetry:    2,
 		ActRenew:         2,
-		// Both skip unless their state is there, so a high weight costs
-		// nothing elsewhere and makes the race likely once it is.
-		ActWait:        8,
-		ActReclaimInTx: 8,
+		// It skips unless its state is there, so its weight costs little
+		// elsewhere and makes the race likely once it is.
+		ActRace: 4,
 	}
 }
 
@@ -94,20 +93,18 @@ const (
 	ActReplyLost     = "reply_lost"
 	ActDBRestart     = "db_restart"
 	ActRescue        = "rescue"
-	// ActWait is a stale complete, retry or renew that waits behind a
-	// reclaim's open transaction (wait.go): the stale_* actions may take
-	// one too, but the state they need is rare enough to deserve its own.
-	ActWait = "wait"
-	// ActReclaimInTx is a Begin drawn only when an expired row has a
-	// stale owner that could then wait on it.
-	ActReclaimInTx = "reclaim_in_tx"
+	// ActRace takes the next step of a waiting step's race (wait.go): a
+	// stale complete, retry or renew that waits behind a reclaim's open
+	// transaction, or that reclaim. The stale_* actions and begin may take
+	// them too, but the state they need is rare enough to deserve its own.
+	ActRace = "race"
 )
 
 // FaultActions are enabled only with Config.Faults.
 var FaultActions = []string{ActRequestLost, ActReplyLost, ActDBRestart}
 
 func (c Config) enabled(action string) bool {
-	if c.Relax&model.NoWait != 0 && (action == ActBegin || action == ActReclaimInTx) {
+	if c.Relax&model.NoWait != 0 && (action == ActBegin || action == ActRace) {
 		return false
 	}
 	if c.Actions == nil {

@@ -57,9 +57,31 @@ func (r *run) waitsOn(op model.Op) string {
 	return on
 }
 
-// waitingOutcome is the wait action: a complete, retry or renew that
-// waits on another worker's open claim transaction, when one can.
-func (r *run) waitingOutcome(t *rapid.T) {
+// race is the race action: the step that brings a waiting step's race
+// closer, when there is one to take: the commit of the reclaim a step
+// waits on; else a complete, retry or renew that would wait on a
+// reclaim's open transaction, if one can; else the reclaim in an open
+// transaction itself, when an expired row has a stale owner to wait
+// on it; else it skips. One action rather than two: an action that mostly
+// skips makes rapid likelier to find no valid action in a step.
+func (r *run) race(t *rapid.T) {
+	if w := r.waitOn; r.waiting != nil && r.running(w) {
+		// The race's last step: the reclaim commits, and the step that
+		// waited on it is judged against the new claim.
+		r.exec(model.Op{Kind: model.Commit, Worker: w}, func() model.Outcome { return r.runEndTx(w, model.Commit) })
+		return
+	}
+	if cands := r.waitingOutcomes(); len(cands) > 0 {
+		op := pick(t, "waiting", cands)
+		r.exec(op, func() model.Outcome { return r.runOutcome(op) })
+		return
+	}
+	r.reclaimInTx(t)
+}
+
+// waitingOutcomes are the complete, retry and renew steps that would wait
+// on another worker's open claim transaction now.
+func (r *run) waitingOutcomes() []model.Op {
 	kinds := []model.Kind{model.Complete, model.Retry}
 	if r.h.Inst.Proto.Has("renew") {
 		kinds = append(kinds, model.Renew)
@@ -81,13 +103,13 @@ func (r *run) waitingOutcome(t *rapid.T) {
 			}
 		}
 	}
-	op := pick(t, "waiting", cands)
-	r.exec(op, func() model.Outcome { return r.runOutcome(op) })
+	return cands
 }
 
 // reclaimInTx is a Begin drawn only when a row has an expired lease and
 // a stale claim of another running worker on it: the open reclaim a
 // waiting step needs, which a Begin drawn at any time rarely makes.
+// (Under fifo another row may come first: the Begin then takes that one.)
 func (r *run) reclaimInTx(t *rapid.T) {
 	s := r.model()
 	owners := map[string]bool{}

@@ -181,6 +181,9 @@ func Reproduce(p *sut.Protocol, seed uint64, cfg machine.Config) string {
 	if !cfg.Faults {
 		cmd += " --faults=false"
 	}
+	if cfg.NoWaitingSteps {
+		cmd += " --waiting=false"
+	}
 	return cmd + " " + arg
 }
 

@@ -32,6 +32,7 @@ type checkFlags struct {
 	profile bool
 	shard   shardFlag
 	report  reportFlag
+	waiting bool
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -46,6 +47,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.faults, "faults", def.Faults, "inject network faults and server restarts")
 	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long to shrink a counterexample: by replay (default 30s), or by rapid's shrinking when it cannot be replayed (default 30s)")
 	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
+	fs.BoolVar(&f.waiting, "waiting", true, "let a complete, retry or renew wait behind another worker's open claim transaction, judged when it ends (false: skip such steps)")
 	addReportFlag(fs, &f.report)
 	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed")
 	fs.Var(&f.shard, "shard", "K/N: run part K of N of the budget, disjoint seed ranges (needs --seed; see docs/json.md)")
@@ -91,6 +93,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	cfg := def
 	cfg.Faults = f.faults
 	cfg.MaxWorkers = f.workers
+	cfg.NoWaitingSteps = !f.waiting
 	if cfg.MinWorkers > cfg.MaxWorkers {
 		cfg.MinWorkers = cfg.MaxWorkers
 	}
