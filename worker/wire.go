@@ -30,6 +30,8 @@ type Request struct {
 	Op  string `json:"op"` // claim, begin, commit, rollback, complete, retry, renew, rescue, reconnect
 	ID  string `json:"id,omitempty"`
 	Gen int64  `json:"gen,omitempty"`
+	// Relay is the publish or consume op's request (relay.go).
+	Relay *RelayRequest `json:"relay,omitempty"`
 }
 
 // Response is one line the worker writes back.
@@ -57,6 +59,8 @@ type Response struct {
 	// Backend is the server process id of the worker's connection (0 when
 	// it has none), so the parent can wait for it to end after a kill.
 	Backend uint32 `json:"backend,omitempty"`
+	// Relay is the publish or consume op's answer (relay.go).
+	Relay *RelayReply `json:"relay,omitempty"`
 }
 
 // ClaimRow is one row a claim returned.
