@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/outboxlab/broker"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -18,8 +20,8 @@ import (
 // applied) and the effects the consumer produced (one row per application,
 // which the checker counts).
 const ConsumerTables = `
-CREATE TABLE relay_seen (dedup_key text PRIMARY KEY);
-CREATE TABLE relay_effects (
+CREATE TABLE IF NOT EXISTS relay_seen (dedup_key text PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS relay_effects (
     event text NOT NULL,
     event_id text NOT NULL,
     generation bigint NOT NULL,
@@ -80,6 +82,9 @@ type consumer struct {
 // bounds are the committed offset (0 when the group has none) and the end.
 func (c consumer) bounds(cl *kgo.Client) (start, end int64, err error) {
 	offs, err := c.adm.FetchOffsets(c.ctx, c.r.Group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		err = nil // nothing committed yet: from the start
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("fetch committed offset: %w", err)
 	}

@@ -1,0 +1,27 @@
+package relay
+
+// Coverage classes of relay mode, counted in --json coverage.
+const (
+	ClassPublished     = "published"      // records in the log
+	ClassRedelivered   = "redelivered"    // records of an event beyond its first
+	ClassAckLost       = "ack_lost"       // records in the log whose acknowledgment was lost
+	ClassConsumerDedup = "consumer_dedup" // records the consumer found already applied
+	ClassKillAfterAck  = "kill_after_ack" // a worker killed between acknowledgment and complete
+	ClassPauseAfterAck = "pause_after_ack"
+	ClassConsumerCrash = "consumer_crash"
+	ClassBrokerRestart = "broker_restart"
+)
+
+// RequiredClasses are the classes a pass must have reached, else it is
+// inconclusive: with faults, the lost acknowledgment and (on the embedded
+// broker, which can be restarted) the restart too.
+func RequiredClasses(faults, canRestart bool) []string {
+	out := []string{ClassPublished, ClassRedelivered, ClassConsumerDedup, ClassKillAfterAck, ClassPauseAfterAck, ClassConsumerCrash}
+	if faults {
+		out = append(out, ClassAckLost)
+		if canRestart {
+			out = append(out, ClassBrokerRestart)
+		}
+	}
+	return out
+}
