@@ -9,31 +9,39 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// ReadTopic reads partition 0 of topic from its first record to its end
-// (the high watermark when the read starts), over the checker's own
+// End is the end offset of topic's partition 0, over the checker's own
+// connection.
+func (b *Broker) End(ctx context.Context, topic string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return EndOffset(ctx, b.admin, topic)
+}
+
+// ReadTopic reads partition 0 of topic from offset from to its end (the
+// high watermark when the read starts), over the checker's own
 // connection, which no fault touches.
-func (b *Broker) ReadTopic(ctx context.Context, topic string) ([]Record, error) {
+func (b *Broker) ReadTopic(ctx context.Context, topic string, from int64) ([]Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	end, err := EndOffset(ctx, b.admin, topic)
 	if err != nil {
 		return nil, err
 	}
-	if end == 0 {
+	if end <= from {
 		return nil, nil
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.seeds...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(from)}}),
 		kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
 	var out []Record
-	for len(out) == 0 || out[len(out)-1].Offset < end-1 {
+	for next := from; next < end; {
 		fetches := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("read topic %s: %d of %d records before the deadline", topic, len(out), end)
+			return nil, fmt.Errorf("read topic %s: %d of %d records before the deadline", topic, len(out), end-from)
 		}
 		var ferr error
 		fetches.EachError(func(_ string, _ int32, err error) { ferr = err })
@@ -46,6 +54,7 @@ func (b *Broker) ReadTopic(ctx context.Context, topic string) ([]Record, error) 
 				return nil, err
 			}
 			out = append(out, rec)
+			next = r.Offset + 1
 		}
 	}
 	return out, nil

@@ -39,6 +39,15 @@ type Harness struct {
 	acks   *broker.AckProxies // nil without faults
 	pool   *worker.Pool
 	checks int
+	// topic is the run's one topic: each check reads it from where the
+	// previous one ended (a producer keeps its connection and metadata
+	// across checks, as a relay's does).
+	topic string
+	// warm holds, per worker, the pid of its process whose producer has a
+	// connection that carried an acknowledged publish (kept across checks,
+	// as the producer is): a lost acknowledgment then cuts a request that
+	// reached the broker, rather than the connection's set-up.
+	warm map[string]int
 }
 
 // New prepares a harness: the consumer's tables in the protocol's schema,
@@ -49,7 +58,10 @@ func New(ctx context.Context, inst *sut.Instance, b *broker.Broker, cfg Config, 
 	if _, err := inst.Conn.Exec(ctx, worker.ConsumerTables); err != nil {
 		return nil, fmt.Errorf("create the consumer's tables: %w", err)
 	}
-	h := &Harness{Cfg: cfg, Opts: opts, Inst: inst, Broker: b}
+	h := &Harness{Cfg: cfg, Opts: opts, Inst: inst, Broker: b, warm: map[string]int{}, topic: inst.Statements.Schema + ".relay"}
+	if err := b.CreateTopic(ctx, h.topic); err != nil {
+		return nil, err
+	}
 	if cfg.Faults {
 		h.acks = b.NewAckProxies()
 	}
@@ -72,7 +84,7 @@ func (h *Harness) Close() {
 // CanRestart reports whether this run restarts the broker.
 func (h *Harness) CanRestart() bool { return h.Cfg.Faults && h.Broker.Embedded() }
 
-// begin readies a check: a fresh topic and consumer group, the outbox
+// begin readies a check: the topic's end, a fresh consumer group, the outbox
 // reset to the program's events, the consumer's tables emptied, every
 // process live with no open transaction.
 func (h *Harness) begin(p Program) (*run, error) {
@@ -80,10 +92,11 @@ func (h *Harness) begin(p Program) (*run, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	r := &run{h: h, p: p, held: map[string]*claimSet{}, paused: map[string]bool{}, dead: map[string]bool{},
-		warm: map[string]bool{}, claims: map[string]int64{}, coverage: map[string]int{}}
-	r.topic = fmt.Sprintf("%s.c%d", h.Inst.Statements.Schema, h.checks)
-	r.group = r.topic + ".consumer"
-	if err := h.Broker.CreateTopic(ctx, r.topic); err != nil {
+		claims: map[string]int64{}, coverage: map[string]int{}}
+	r.topic = h.topic
+	r.group = fmt.Sprintf("%s.consumer%d", h.topic, h.checks)
+	var err error
+	if r.from, err = h.Broker.End(ctx, r.topic); err != nil {
 		return nil, err
 	}
 	if err := h.Inst.Reset(ctx, p.Events); err != nil {
@@ -110,4 +123,10 @@ func (h *Harness) relayRequest(w, topic string) (*worker.RelayRequest, error) {
 		req.Via = via
 	}
 	return req, nil
+}
+
+// isWarm reports whether w's current process has a warm producer.
+func (h *Harness) isWarm(w string) bool {
+	p := h.pool.Get(w)
+	return p != nil && h.warm[w] == p.Pid()
 }

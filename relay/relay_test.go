@@ -74,3 +74,29 @@ func TestArticleScenario(t *testing.T) {
 		t.Log(r)
 	}
 }
+
+func TestDebugAckLost(t *testing.T) {
+	h := harness(t, "leased", Options{})
+	p := Program{Workers: []string{"w1", "w2"}, Events: []string{"e1", "e2"}, Steps: steps(
+		next("w1"), next("w1"), next("w1"), next("w1"), Step{Kind: NextAckLost, Worker: "w1"}, Step{Kind: BrokerRestart}, next("w2"), next("w2"),
+	)}
+	out := runProgram(t, h, p)
+	t.Log("\n" + strings.Join(out.Lines, "\n"))
+	t.Logf("coverage %v", out.Coverage)
+	for _, r := range out.History.Log {
+		t.Log(r)
+	}
+}
+
+func TestDebugGenerated(t *testing.T) {
+	h := harness(t, "leased", Options{})
+	for i := range 30 {
+		out := runProgram(t, h, Generate(uint64(i)<<32+1, 4, 3, 8, true))
+		for _, l := range out.Lines {
+			if strings.Contains(l, "ack_lost") {
+				t.Log(l)
+			}
+		}
+		t.Log(out.Coverage)
+	}
+}

@@ -27,17 +27,15 @@ type run struct {
 	h            *Harness
 	p            Program
 	topic, group string
-	step         int // index of the step running; the drain's continue the count
+	from         int64 // the topic's end when the check began
+	step         int   // index of the step running; the drain's continue the count
 	held         map[string]*claimSet
 	paused, dead map[string]bool
-	// warm: the worker's producer has a connection that carried a publish,
-	// so a lost acknowledgment cuts a request that reached the broker.
-	warm     map[string]bool
-	claims   map[string]int64 // per event, the suite's own count of claims
-	serial   int
-	hist     History
-	coverage map[string]int
-	lines    []string
+	claims       map[string]int64 // per event, the suite's own count of claims
+	serial       int
+	hist         History
+	coverage     map[string]int
+	lines        []string
 }
 
 func (r *run) log(format string, args ...any) {
@@ -64,7 +62,7 @@ func (r *run) do(s Step) (string, error) {
 	case Next:
 		return r.next(w, false)
 	case NextAckLost:
-		if r.dead[w] || !r.warm[w] || r.nextStage(w) != stagePublish {
+		if r.dead[w] || !r.h.isWarm(w) || r.nextStage(w) != stagePublish {
 			return "skipped (no warm publish next)", nil
 		}
 		return r.next(w, true)
@@ -94,6 +92,7 @@ func (r *run) do(s Step) (string, error) {
 			return "", err
 		}
 		r.coverage[ClassBrokerRestart]++
+		r.h.warm = map[string]int{} // every connection broke
 		return "restarted", nil
 	}
 	return "", fmt.Errorf("unknown step kind %q", s.Kind)
@@ -111,7 +110,8 @@ func (r *run) kill(w string) (string, error) {
 	if err := r.h.pool.Kill(ctx, r.h.Inst.Conn, w); err != nil {
 		return "", err
 	}
-	r.dead[w], r.paused[w], r.warm[w] = true, false, false
+	r.dead[w], r.paused[w] = true, false
+	delete(r.h.warm, w)
 	delete(r.held, w)
 	return "killed", nil
 }
@@ -212,7 +212,7 @@ func (r *run) consume(crash bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	req.Group = r.group
+	req.Group, req.From = r.group, r.from
 	req.Consumer = r.h.Opts.Consumer
 	req.Consumer.CrashAfterFirstStep = crash
 	p := r.proc(consumerName)
@@ -258,7 +258,7 @@ func (r *run) finish() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if r.hist.Log, err = r.h.Broker.ReadTopic(ctx, r.topic); err != nil {
+	if r.hist.Log, err = r.h.Broker.ReadTopic(ctx, r.topic, r.from); err != nil {
 		return err
 	}
 	r.hist.Effects = map[string]int{}

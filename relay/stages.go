@@ -115,15 +115,18 @@ func (r *run) publish(w string, p *worker.Process, ackLost bool) (string, error)
 		if err != nil {
 			return "", fmt.Errorf("publish: %w", err)
 		}
-		if resp.Err != "" || resp.Relay == nil || resp.Relay.Err != "" {
+		if resp.Err != "" || resp.Relay == nil {
+			return "", fmt.Errorf("publish: %s", resp.Err)
+		}
+		if resp.Relay.Err != "" {
 			r.hist.Pubs = append(r.hist.Pubs, pub)
 			delete(r.held, w)
-			r.warm[w] = false
+			delete(r.h.warm, w)
 			return strings.Join(append(done, fmt.Sprintf("no ack for %s gen=%d (publication %d): gave the claim up", row.event, row.gen, r.serial)), ", "), nil
 		}
 		pub.Acked = true
 		r.hist.Pubs = append(r.hist.Pubs, pub)
-		r.warm[w] = true
+		r.h.warm[w] = p.Pid()
 		done = append(done, fmt.Sprintf("published %s gen=%d (publication %d), acked", row.event, row.gen, r.serial))
 	}
 	cs.published = true

@@ -79,7 +79,7 @@ type consumer struct {
 	adm *kadm.Client
 }
 
-// bounds are the committed offset (0 when the group has none) and the end.
+// bounds are the committed offset (From when the group has none) and the end.
 func (c consumer) bounds(cl *kgo.Client) (start, end int64, err error) {
 	offs, err := c.adm.FetchOffsets(c.ctx, c.r.Group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
@@ -88,6 +88,7 @@ func (c consumer) bounds(cl *kgo.Client) (start, end int64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("fetch committed offset: %w", err)
 	}
+	start = c.r.From
 	if o, ok := offs.Lookup(c.r.Topic, 0); ok && o.Err == nil && o.At >= 0 {
 		start = o.At
 	}

@@ -11,7 +11,7 @@ import (
 
 // publishTimeout bounds one publish: past it the relay gives the record
 // up as unacknowledged (a lost ack lasts until the harness removes it).
-const publishTimeout = 1500 * time.Millisecond
+const publishTimeout = 700 * time.Millisecond
 
 // producer is this process's broker client, kept across publishes as a
 // relay keeps its producer (a lost ack then cuts a warm connection, after
@@ -31,7 +31,7 @@ func producerFor(r *RelayRequest) (*kgo.Client, error) {
 		// A plain at-least-once producer: idempotence could not span the
 		// processes of a relay anyway, and a record is sent once per call.
 		kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(0), kgo.RecordDeliveryTimeout(publishTimeout)}
+		kgo.ProducerLinger(0), kgo.RecordDeliveryTimeout(time.Second), kgo.RecordRetries(2)}
 	if r.Via != "" {
 		opts = append(opts, kgo.Dialer(dialerVia(r.Via)))
 	}
@@ -58,13 +58,24 @@ func publish(ctx context.Context, _ *agent, req Request) Response {
 	}
 	cl, err := producerFor(r)
 	if err != nil {
-		return Response{Relay: &RelayReply{Err: fmt.Sprintf("broker client: %v", err)}}
+		return Response{Err: fmt.Sprintf("publish: broker client: %v", err)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	rec := &kgo.Record{Topic: r.Topic, Key: []byte(r.Key), Value: r.Payload.Encode(),
 		Headers: []kgo.RecordHeader{{Key: broker.EventIDHeader, Value: []byte(r.EventID)}}}
-	res := cl.ProduceSync(ctx, rec)
+	done := make(chan kgo.ProduceResults, 1)
+	go func() { done <- cl.ProduceSync(ctx, rec) }()
+	var res kgo.ProduceResults
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		// The client keeps reconnecting past a record's context while a
+		// lost ack holds: closing it fails the record at once, before the
+		// harness lifts the fault, so that it cannot land later unseen.
+		closeProducer()
+		res = <-done
+	}
 	if err := res.FirstErr(); err != nil {
 		closeProducer()
 		return Response{Relay: &RelayReply{Err: fmt.Sprintf("no acknowledgment: %v", err)}}

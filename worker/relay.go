@@ -37,7 +37,9 @@ type RelayRequest struct {
 
 	// Consume: the consumer group whose committed offset it resumes
 	// from, and how it behaves.
-	Group    string          `json:"group,omitempty"`
+	Group string `json:"group,omitempty"`
+	// From is where a group with no committed offset starts.
+	From     int64           `json:"from,omitempty"`
 	Consumer ConsumerOptions `json:"consumer,omitzero"`
 }
 

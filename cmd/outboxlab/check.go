@@ -51,6 +51,7 @@ type checkFlags struct {
 	workers int
 	shrink  time.Duration
 	profile bool
+	broker  brokerFlags // relay mode (broker.go)
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -66,6 +67,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long for rapid's shrinking, used when a counterexample cannot be replayed (default 30s)")
 	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
 	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed")
+	f.broker.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab check [flags] [PROTOCOL ...]")
 		fs.PrintDefaults()
@@ -82,6 +84,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "outboxlab:", err)
 		return exitBad
+	}
+	if f.broker.on {
+		return runBroker(protocols, f, stdout, stderr)
 	}
 	if err := setRapidFlags(&f); err != nil {
 		fmt.Fprintln(stderr, "outboxlab check:", err)
