@@ -35,8 +35,8 @@ func TestJudgeRules(t *testing.T) {
 		t.Fatalf("the article's history broke %v", v)
 	}
 	for _, tt := range []struct {
-		name  string
-		rule  string
+		name   string
+		rule   string
 		break_ func(h *History)
 	}{
 		{"complete before the ack", RulePublishedBeforeComplete, func(h *History) { h.Completions[0].Step = 4 }},

@@ -113,3 +113,36 @@ func (p Program) Without(i int) Program {
 	q.Steps = append(append([]Step(nil), p.Steps[:i]...), p.Steps[i+1:]...)
 	return q
 }
+
+// Smaller are the programs with one worker or one event fewer (the last),
+// and the steps that named it left out, for shrinking.
+func (p Program) Smaller() []Program {
+	var out []Program
+	if n := len(p.Workers); n > 1 {
+		out = append(out, p.dropping(p.Workers[n-1], ""))
+	}
+	if n := len(p.Events); n > 1 {
+		out = append(out, p.dropping("", p.Events[n-1]))
+	}
+	return out
+}
+
+func (p Program) dropping(worker, event string) Program {
+	q := Program{}
+	for _, w := range p.Workers {
+		if w != worker {
+			q.Workers = append(q.Workers, w)
+		}
+	}
+	for _, e := range p.Events {
+		if e != event {
+			q.Events = append(q.Events, e)
+		}
+	}
+	for _, s := range p.Steps {
+		if (worker == "" || s.Worker != worker) && (event == "" || s.Event != event) {
+			q.Steps = append(q.Steps, s)
+		}
+	}
+	return q
+}

@@ -49,22 +49,31 @@ func (h *Harness) Search(seed uint64, checks int, shrink time.Duration) (Result,
 	return res, nil
 }
 
-// Shrink removes steps one at a time, keeping each removal after which
-// the program still breaks the same first rule, until no single removal
-// does or the time is up. A step whose precondition a removal took away
+// Shrink removes steps one at a time, then a worker or an event, keeping
+// each removal after which the program still breaks the same first rule,
+// until no single removal does or the time is up. A step whose precondition a removal took away
 // is skipped when replayed, so every candidate runs.
 func (h *Harness) Shrink(p Program, out Outcome, limit time.Duration) (Program, Outcome) {
 	rule := out.Violations[0].Rule
 	deadline := time.Now().Add(limit)
+	try := func(q Program) bool {
+		got, err := h.Run(q)
+		if err != nil || !got.Broke(rule) {
+			return false
+		}
+		p, out = q, got
+		return true
+	}
 	for changed := true; changed && time.Now().Before(deadline); {
 		changed = false
 		for i := len(p.Steps) - 1; i >= 0 && time.Now().Before(deadline); i-- {
-			q := p.Without(i)
-			got, err := h.Run(q)
-			if err != nil || !got.Broke(rule) {
-				continue
+			changed = try(p.Without(i)) || changed
+		}
+		for _, q := range p.Smaller() {
+			if time.Now().Before(deadline) && try(q) {
+				changed = true
+				break // p changed: its smaller programs are new
 			}
-			p, out, changed = q, got, true
 		}
 	}
 	// Put the rule the search found first.
