@@ -27,6 +27,7 @@ type Broker struct {
 	embedded *embedded // nil for an external Kafka
 	admin    *kgo.Client
 	topics   []string
+	groups   []string
 }
 
 // Start brings up the broker: the one OUTBOXLAB_KAFKA_BROKERS names, else
@@ -93,15 +94,25 @@ func (b *Broker) CreateTopic(ctx context.Context, topic string) error {
 	return nil
 }
 
-// DeleteTopics removes the topics this run made.
+// UseGroup remembers a consumer group this run commits offsets for, so
+// that Close removes it from an external Kafka.
+func (b *Broker) UseGroup(group string) { b.groups = append(b.groups, group) }
+
+// DeleteTopics removes the topics and consumer groups this run made.
 func (b *Broker) DeleteTopics(ctx context.Context) {
-	if b.admin == nil || len(b.topics) == 0 {
+	if b.admin == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	kadm.NewClient(b.admin).DeleteTopics(ctx, b.topics...)
-	b.topics = nil
+	adm := kadm.NewClient(b.admin)
+	if len(b.groups) > 0 {
+		adm.DeleteGroups(ctx, b.groups...)
+	}
+	if len(b.topics) > 0 {
+		adm.DeleteTopics(ctx, b.topics...)
+	}
+	b.topics, b.groups = nil, nil
 }
 
 // Restart stops the embedded broker and starts it again on the same port

@@ -95,6 +95,7 @@ func (h *Harness) begin(p Program) (*run, error) {
 		claims: map[string]int64{}, coverage: map[string]int{}}
 	r.topic = h.topic
 	r.group = fmt.Sprintf("%s.consumer%d", h.topic, h.checks)
+	h.Broker.UseGroup(r.group)
 	var err error
 	if r.from, err = h.Broker.End(ctx, r.topic); err != nil {
 		return nil, err
