@@ -10,7 +10,7 @@ import (
 // unless a variant changes it).
 const (
 	Next          = "next"           // the worker's next stage
-	NextAckLost   = "next_ack_lost"  // the next stage is a publish whose acknowledgment is lost
+	NextAckLost   = "next_ack_lost"  // the worker's loop up to its publish, whose acknowledgment is lost
 	Kill          = "kill"           // SIGKILL the worker
 	Pause         = "pause"          // SIGSTOP
 	Resume        = "resume"         // SIGCONT
@@ -55,7 +55,7 @@ var weights = []struct {
 }{
 	{Next, 10, false}, {Kill, 3, false}, {Pause, 3, false}, {Resume, 2, false},
 	{ExpireLease, 3, false}, {Consume, 2, false}, {ConsumeCrash, 2, false},
-	{NextAckLost, 3, true}, {BrokerRestart, 1, true},
+	{NextAckLost, 2, true}, {BrokerRestart, 1, true},
 }
 
 // Generate draws a program from seed: 2 to maxWorkers workers, 1 to

@@ -62,10 +62,7 @@ func (r *run) do(s Step) (string, error) {
 	case Next:
 		return r.next(w, false)
 	case NextAckLost:
-		if r.dead[w] || !r.h.isWarm(w) || r.nextStage(w) != stagePublish {
-			return "skipped (no warm publish next)", nil
-		}
-		return r.next(w, true)
+		return r.nextAckLost(w)
 	case Kill:
 		return r.kill(w)
 	case Pause:

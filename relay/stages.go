@@ -61,6 +61,26 @@ func (r *run) next(w string, ackLost bool) (string, error) {
 	return prefix + out, err
 }
 
+// nextAckLost runs w's loop up to its publish (claiming first if it holds
+// nothing) and loses that publish's acknowledgments. Only a warm producer
+// is cut: a cold one's connection set-up would fail before the record
+// went out, and nothing would be learnt.
+func (r *run) nextAckLost(w string) (string, error) {
+	if r.dead[w] || !r.h.isWarm(w) || r.nextStage(w) == stageComplete {
+		return "skipped (no warm publish ahead)", nil
+	}
+	claimed := ""
+	if r.nextStage(w) == stageClaim {
+		out, err := r.next(w, false)
+		if err != nil || r.nextStage(w) != stagePublish {
+			return out, err
+		}
+		claimed = out + ", then "
+	}
+	out, err := r.next(w, true)
+	return claimed + out, err
+}
+
 func (r *run) claim(w string, p *worker.Process) (string, error) {
 	resp, err := p.Do(worker.Request{Op: "claim"})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 
 // publishTimeout bounds one publish: past it the relay gives the record
 // up as unacknowledged (a lost ack lasts until the harness removes it).
-const publishTimeout = 700 * time.Millisecond
+const publishTimeout = 400 * time.Millisecond
 
 // producer is this process's broker client, kept across publishes as a
 // relay keeps its producer (a lost ack then cuts a warm connection, after
