@@ -3,8 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/outboxlab/relay"
 )
@@ -53,4 +59,53 @@ func TestBrokerVariantFailsWithJSON(t *testing.T) {
 	if !strings.HasPrefix(res.Reproduce, "outboxlab check --broker --checks 1 --seed ") || !strings.Contains(res.Reproduce, "--relay-variant key_with_generation") {
 		t.Errorf("reproduce %q", res.Reproduce)
 	}
+}
+
+// runBrokerCheckEnv makes this test binary run `outboxlab check --broker`
+// on a budget too large to finish, so that a test can kill it mid-run.
+const runBrokerCheckEnv = "OUTBOXLAB_TEST_RUN_BROKER_CHECK"
+
+func init() {
+	if os.Getenv(runBrokerCheckEnv) != "" && os.Getenv("OUTBOXLAB_WORKER") == "" {
+		os.Exit(run([]string{"check", "--broker", "--checks", "1000000", "leased"}, os.Stdout, os.Stderr))
+	}
+}
+
+// TestNothingOutlivesAKilledBrokerCheck SIGKILLs a relay-mode run with its
+// workers, consumer, embedded broker and proxies up: every process it
+// started ends, and its broker's data directory and its cluster go.
+func TestNothingOutlivesAKilledBrokerCheck(t *testing.T) {
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), runBrokerCheckEnv+"=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pid := strconv.Itoa(cmd.Process.Pid)
+	var started []int
+	var dirs []string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		started = descendants(cmd.Process.Pid)
+		dirs, _ = filepath.Glob(filepath.Join(os.TempDir(), "outboxlab-kafka-"+pid+"-*"))
+		if len(started) >= 4 && len(dirs) == 1 { // two workers and the consumer, at least, and the reapers
+			break
+		}
+	}
+	if len(dirs) != 1 {
+		t.Fatalf("the run made broker data directories %v in 30s, want one", dirs)
+	}
+	time.Sleep(500 * time.Millisecond) // well into the checks
+	started = descendants(cmd.Process.Pid)
+	clusters, _ := filepath.Glob(filepath.Join(os.TempDir(), "outboxlab-pg-"+pid+"-*"))
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	left := append(dirs, clusters...)
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if len(living(started)) == 0 && len(existing(left)) == 0 {
+			return
+		}
+	}
+	t.Fatalf("15s after SIGKILL: %d of %d processes alive (%v), directories left: %v",
+		len(living(started)), len(started), commands(living(started)), existing(left))
 }
