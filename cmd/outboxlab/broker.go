@@ -28,7 +28,7 @@ const relayChecks = 40
 func (b *brokerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&b.on, "broker", false, "relay mode: workers publish each claimed event to a Kafka-protocol broker (embedded kfake, or "+
 		broker.EnvBrokers+") before completing it, and a consumer applies the topic to PostgreSQL; the properties are the pipeline's "+
-		fmt.Sprintf("(default budget %d checks)", relayChecks))
+		fmt.Sprintf("(default budget %d checks; a pass needs the classes %s)", relayChecks, strings.Join(relay.RequiredClasses(true, true), ", ")))
 	names := make([]string, len(relay.Variants))
 	for i, v := range relay.Variants {
 		names[i] = v.Name
