@@ -8,6 +8,9 @@ const (
 	ClassConsumerDedup = "consumer_dedup" // records the consumer found already applied
 	ClassKillAfterAck  = "kill_after_ack" // a worker killed between acknowledgment and complete
 	ClassPauseAfterAck = "pause_after_ack"
+	// ClassStalePublish: a publication by a worker whose claim another
+	// claim had already replaced (the article's paused publisher).
+	ClassStalePublish  = "stale_publish"
 	ClassConsumerCrash = "consumer_crash"
 	ClassBrokerRestart = "broker_restart"
 )

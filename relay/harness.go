@@ -92,7 +92,7 @@ func (h *Harness) begin(p Program) (*run, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	r := &run{h: h, p: p, held: map[string]*claimSet{}, paused: map[string]bool{}, dead: map[string]bool{},
-		claims: map[string]int64{}, coverage: map[string]int{}}
+		claims: map[string]int64{}, latest: map[string]int64{}, coverage: map[string]int{}}
 	r.topic = h.topic
 	r.group = fmt.Sprintf("%s.consumer%d", h.topic, h.checks)
 	h.Broker.UseGroup(r.group)

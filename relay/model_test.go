@@ -98,3 +98,22 @@ func TestProgramLines(t *testing.T) {
 		t.Errorf("seed 7 drew %v then %v", a.Steps, b.Steps)
 	}
 }
+
+// TestGenerateFaults: without faults no lost acknowledgment or broker
+// restart is drawn; with them both are, over a few seeds.
+func TestGenerateFaults(t *testing.T) {
+	seen := map[string]bool{}
+	for seed := range uint64(50) {
+		for _, s := range Generate(seed, 3, 3, 8, false).Steps {
+			if s.Kind == NextAckLost || s.Kind == BrokerRestart {
+				t.Fatalf("seed %d drew %s without faults", seed, s)
+			}
+		}
+		for _, s := range Generate(seed, 3, 3, 8, true).Steps {
+			seen[s.Kind] = true
+		}
+	}
+	if !seen[NextAckLost] || !seen[BrokerRestart] {
+		t.Errorf("50 seeds with faults drew %v", seen)
+	}
+}

@@ -184,3 +184,42 @@ func TestLeasedSearchPasses(t *testing.T) {
 		t.Errorf("seed %d: nothing published in %d checks", seed, res.Checks)
 	}
 }
+
+// TestPausedPublisherScenario: the article's other sequence, a paused
+// worker that resumes and publishes after another claim has taken its row
+// and finished: its complete is rejected, its record is in the log, and
+// the consumer absorbs it.
+func TestPausedPublisherScenario(t *testing.T) {
+	h := harness(t, "leased", Options{})
+	out := runProgram(t, h, PausedPublisherProgram())
+	for _, v := range out.Violations {
+		t.Errorf("violation: %s", v.Detail)
+	}
+	var gens []int64
+	for _, r := range out.History.Log {
+		gens = append(gens, r.Payload.Generation)
+	}
+	if fmt.Sprint(gens) != "[2 1]" {
+		t.Errorf("records of generations %v, want [2 1]: the stale owner's after its successor's", gens)
+	}
+	stale := Completion{}
+	for _, c := range out.History.Completions {
+		if c.Worker == "w1" {
+			stale = c
+		}
+	}
+	if stale.Worker != "w1" || stale.Applied {
+		t.Errorf("w1's complete %+v, want it sent and rejected", stale)
+	}
+	for class, want := range map[string]int{ClassStalePublish: 1, ClassRedelivered: 1, ClassConsumerDedup: 1} {
+		if out.Coverage[class] != want {
+			t.Errorf("coverage %s = %d, want %d", class, out.Coverage[class], want)
+		}
+	}
+	if out.History.Effects["e1"] != 1 {
+		t.Errorf("e1 applied %d times, want once", out.History.Effects["e1"])
+	}
+	if t.Failed() {
+		t.Log("\n" + strings.Join(out.Lines, "\n"))
+	}
+}

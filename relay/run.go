@@ -32,6 +32,7 @@ type run struct {
 	held         map[string]*claimSet
 	paused, dead map[string]bool
 	claims       map[string]int64 // per event, the suite's own count of claims
+	latest       map[string]int64 // per event, the generation of its latest claim
 	serial       int
 	hist         History
 	coverage     map[string]int

@@ -21,6 +21,19 @@ func ArticleProgram() Program {
 	)}
 }
 
+// PausedPublisherProgram is the article's other sequence: w1 claims e1
+// and pauses before publishing; the lease expires, w2 claims, publishes and
+// completes e1; w1 resumes and publishes generation 1 after generation 2.
+// Its complete is rejected; the consumer has the event twice, applies once.
+func PausedPublisherProgram() Program {
+	return Program{Workers: []string{"w1", "w2"}, Events: []string{"e1"}, Steps: steps(
+		next("w1"), Step{Kind: Pause, Worker: "w1"}, Step{Kind: ExpireLease, Event: "e1"},
+		next("w2"), next("w2"), next("w2"),
+		Step{Kind: Resume, Worker: "w1"}, next("w1"), next("w1"),
+		Step{Kind: Consume},
+	)}
+}
+
 // KillBeforeCompleteProgram kills w1 after its relay loop's second stage:
 // after the acknowledgment (correct relay: redelivered later), or after a
 // complete that came first (complete_before_publish: the event is lost).

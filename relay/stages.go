@@ -101,6 +101,7 @@ func (r *run) claim(w string, p *worker.Process) (string, error) {
 			gen = r.claims[row.Event] // the suite's own count, as the format says
 		}
 		cs.rows = append(cs.rows, heldRow{id: row.ID, event: row.Event, gen: gen})
+		r.latest[row.Event] = gen
 		names = append(names, fmt.Sprintf("%s gen=%d", row.Event, gen))
 	}
 	r.held[w] = cs
@@ -147,7 +148,12 @@ func (r *run) publish(w string, p *worker.Process, ackLost bool) (string, error)
 		pub.Acked = true
 		r.hist.Pubs = append(r.hist.Pubs, pub)
 		r.h.warm[w] = p.Pid()
-		done = append(done, fmt.Sprintf("published %s gen=%d (publication %d), acked", row.event, row.gen, r.serial))
+		stale := ""
+		if latest := r.latest[row.event]; latest > row.gen {
+			r.coverage[ClassStalePublish]++
+			stale = fmt.Sprintf(" (stale: gen=%d claimed since)", latest)
+		}
+		done = append(done, fmt.Sprintf("published %s gen=%d (publication %d), acked%s", row.event, row.gen, r.serial, stale))
 	}
 	cs.published = true
 	return strings.Join(done, ", "), nil
