@@ -46,8 +46,20 @@ type History struct {
 	Final       map[string]string // status per event after the drain; missing: deleted
 	Pubs        []Publication
 	Completions []Completion
-	Log         []broker.Record
-	Effects     map[string]int // applications per event, from the consumer's table
+	// Consumed is what the consumer reported reading, in order, with
+	// whether it applied each record or found its key already applied (a
+	// consumer that crashed reports nothing of its last pass).
+	Consumed []Consumption
+	Log      []broker.Record
+	Effects  map[string]int // applications per event, from the consumer's table
+}
+
+// Consumption is one record the consumer read.
+type Consumption struct {
+	Offset  int64
+	EventID string
+	Serial  int
+	Applied bool
 }
 
 // Rule texts: deterministic, one per property, so that a failure found
@@ -155,8 +167,9 @@ func countRecords(log []broker.Record, event string) int {
 }
 
 // Counts are the coverage a history shows: records published, records
-// beyond the first of their event (redelivered), and records whose
-// acknowledgment was lost yet which the log holds (ack_lost).
+// beyond the first of their event (redelivered), records whose
+// acknowledgment was lost yet which the log holds (ack_lost), and records
+// the consumer found already applied (consumer_dedup).
 func Counts(h History) map[string]int {
 	first := map[string]bool{}
 	lost := map[int]bool{}
@@ -165,7 +178,12 @@ func Counts(h History) map[string]int {
 			lost[p.Serial] = true
 		}
 	}
-	c := map[string]int{ClassPublished: len(h.Log), ClassRedelivered: 0, ClassAckLost: 0}
+	c := map[string]int{ClassPublished: len(h.Log), ClassRedelivered: 0, ClassAckLost: 0, ClassConsumerDedup: 0}
+	for _, r := range h.Consumed {
+		if !r.Applied {
+			c[ClassConsumerDedup]++
+		}
+	}
 	for _, r := range h.Log {
 		if first[r.Payload.Event] {
 			c[ClassRedelivered]++

@@ -25,6 +25,7 @@ func good() History {
 			{Step: 5, Worker: "w2", Event: "e1", Gen: 2, Serial: 2, Acked: true},
 		},
 		Completions: []Completion{{Step: 6, Worker: "w2", Event: "e1", Gen: 2, Applied: true}},
+		Consumed:    []Consumption{{0, "e1", 1, true}, {1, "e1", 2, false}},
 		Log:         []broker.Record{record(0, "e1", 1, 1), record(1, "e1", 2, 2)},
 		Effects:     map[string]int{"e1": 1},
 	}
@@ -69,7 +70,7 @@ func TestCounts(t *testing.T) {
 	h := good()
 	h.Pubs[0].AckLost = true
 	got := Counts(h)
-	want := map[string]int{ClassPublished: 2, ClassRedelivered: 1, ClassAckLost: 1}
+	want := map[string]int{ClassPublished: 2, ClassRedelivered: 1, ClassAckLost: 1, ClassConsumerDedup: 1}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %d, want %d", k, got[k], v)

@@ -231,11 +231,11 @@ func (r *run) consume(crash bool) (string, error) {
 	}
 	dedup := 0
 	for _, c := range resp.Relay.Consumed {
+		r.hist.Consumed = append(r.hist.Consumed, Consumption{Offset: c.Offset, EventID: c.EventID, Serial: c.Serial, Applied: c.Applied})
 		if !c.Applied {
 			dedup++
 		}
 	}
-	r.coverage[ClassConsumerDedup] += dedup
 	out := fmt.Sprintf("read %d record(s), %d already applied", len(resp.Relay.Consumed), dedup)
 	if resp.Relay.Err != "" {
 		out += ", then stopped: " + firstWords(resp.Relay.Err)
