@@ -30,6 +30,7 @@ func produce(t *testing.T, seeds []string, topic string, p Payload) {
 // TestEmbeddedRestartKeepsRecords: a restart on the same port keeps what
 // was acknowledged; Close leaves no data directory behind.
 func TestEmbeddedRestartKeepsRecords(t *testing.T) {
+	t.Setenv(EnvBrokers, "") // the embedded broker, whatever the environment says
 	ctx := context.Background()
 	b, err := Start(ctx)
 	if err != nil {
