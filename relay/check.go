@@ -52,6 +52,7 @@ func (h *Harness) Run(p Program) (Outcome, error) {
 	}
 	return out, nil
 }
+
 // Coverage classes of relay mode, counted in --json coverage.
 const (
 	ClassPublished     = "published"      // records in the log
