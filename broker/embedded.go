@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/outboxlab/outboxlab/internal/proc"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -53,14 +56,29 @@ func startEmbedded() (*embedded, error) {
 	return e, nil
 }
 
-// start runs the cluster on e.port (0 the first time: any free port,
-// then kept so that clients find it again after a restart).
+// start runs the cluster on e.port, chosen the first time and kept so
+// that clients find it again after a restart. The port is below the
+// kernel's ephemeral range, so that no outgoing connection takes it while
+// the broker is down; a port another listener took meanwhile is waited
+// for a little.
 func (e *embedded) start() error {
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.DataDir(filepath.Join(e.dir, "data")), kfake.ClusterID("outboxlab")}
-	if e.port != 0 {
-		opts = append(opts, kfake.Ports(e.port))
+	if e.port == 0 {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		e.port = port
 	}
-	c, err := kfake.NewCluster(opts...)
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.DataDir(filepath.Join(e.dir, "data")),
+		kfake.ClusterID("outboxlab"), kfake.Ports(e.port)}
+	var c *kfake.Cluster
+	var err error
+	for range 20 {
+		if c, err = kfake.NewCluster(opts...); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		return fmt.Errorf("start kfake: %w", err)
 	}
@@ -99,6 +117,21 @@ func (e *embedded) close() {
 		e.reaper.Wait()
 		e.reaper = nil
 	}
+}
+
+// freePort finds a port nobody listens on, below the ephemeral range
+// (Linux's default starts at 32768).
+func freePort() (int, error) {
+	for range 100 {
+		port := 20000 + rand.IntN(12000)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no free port for the broker between 20000 and 32000")
 }
 
 // reaperScript waits for its stdin to close (this process ended, however),

@@ -53,7 +53,7 @@ var weights = []struct {
 	weight int
 	fault  bool // only with faults on
 }{
-	{Next, 10, false}, {Kill, 3, false}, {Pause, 3, false}, {Resume, 2, false},
+	{Next, 10, false}, {Kill, 4, false}, {Pause, 3, false}, {Resume, 2, false},
 	{ExpireLease, 3, false}, {Consume, 2, false}, {ConsumeCrash, 2, false},
 	{NextAckLost, 2, true}, {BrokerRestart, 1, true},
 }
