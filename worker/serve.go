@@ -202,6 +202,9 @@ func (a *agent) run(ctx context.Context, req Request) Response {
 		}
 		return Response{}
 	}
+	if op := relayOps[req.Op]; op != nil {
+		return op(ctx, a, req)
+	}
 	return Response{Err: fmt.Sprintf("unknown op %q", req.Op)}
 }
 

@@ -34,6 +34,8 @@ type Request struct {
 	// transaction's row lock (a waiting step): it gets WaitTimeout, not
 	// the statement timeout, since the wait lasts until the holder ends.
 	MayWait bool `json:"may_wait,omitempty"`
+	// Relay is the publish or consume op's request (relay.go).
+	Relay *RelayRequest `json:"relay,omitempty"`
 }
 
 // WaitTimeout bounds a statement sent with MayWait.
@@ -64,6 +66,8 @@ type Response struct {
 	// Backend is the server process id of the worker's connection (0 when
 	// it has none), so the parent can wait for it to end after a kill.
 	Backend uint32 `json:"backend,omitempty"`
+	// Relay is the publish or consume op's answer (relay.go).
+	Relay *RelayReply `json:"relay,omitempty"`
 }
 
 // ClaimRow is one row a claim returned.

@@ -33,6 +33,7 @@ type checkFlags struct {
 	shard   shardFlag
 	report  reportFlag
 	waiting bool
+	broker  brokerFlags // relay mode (broker.go)
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -51,6 +52,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	addReportFlag(fs, &f.report)
 	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed")
 	fs.Var(&f.shard, "shard", "K/N: run part K of N of the budget, disjoint seed ranges (needs --seed; see docs/json.md)")
+	f.broker.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab check [flags] [PROTOCOL ...]")
 		fs.PrintDefaults()
@@ -75,6 +77,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err := f.report.prepare(f.profile, len(protocols)); err != nil {
 		fmt.Fprintln(stderr, "outboxlab check:", err)
 		return exitBad
+	}
+	if f.broker.on {
+		return runBroker(protocols, f, stdout, stderr)
 	}
 	if err := setRapidFlags(&f); err != nil {
 		fmt.Fprintln(stderr, "outboxlab check:", err)
