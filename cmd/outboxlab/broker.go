@@ -12,8 +12,8 @@ import (
 
 	"github.com/outboxlab/outboxlab/broker"
 	"github.com/outboxlab/outboxlab/relay"
-	"github.com/outboxlab/outboxlab/verdict"
 	"github.com/outboxlab/outboxlab/sut"
+	"github.com/outboxlab/outboxlab/verdict"
 )
 
 // brokerFlags are check's relay-mode flags.
