@@ -66,6 +66,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long for rapid's shrinking, used when a counterexample cannot be replayed (default 30s)")
 	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
 	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed")
+	cf := addConcurrentFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab check [flags] [PROTOCOL ...]")
 		fs.PrintDefaults()
@@ -93,6 +94,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return exitBad
 	}
 	defer closeAll(insts)
+	if cf.on {
+		return runConcurrent(srv, insts, f, cf, stdout, stderr)
+	}
 	cfg := def
 	cfg.Faults = f.faults
 	cfg.MaxWorkers = f.workers
