@@ -27,6 +27,25 @@ type actor struct {
 	// ends, so an error is blamed on a fault only if one was injected
 	// since the actor's previous operation ended.
 	tainted atomic.Bool
+	// armed is set while a network fault is armed on the actor's proxy:
+	// every statement then may fail, a reconnect too.
+	armed atomic.Bool
+	// killed is the pid the fault loop last sent SIGKILL: an error of that
+	// process is the kill's, whenever it shows.
+	killed atomic.Int64
+}
+
+// faulted takes the taint at the end of an operation: whether a fault may
+// explain its error. While a fault is still armed the taint stays for the
+// next operation, and so it does after an undo until an operation ends
+// (a connection the fault broke fails only when next used).
+func (a *actor) faulted() bool {
+	hit := a.tainted.Swap(false)
+	if a.armed.Load() {
+		a.tainted.Store(true)
+		return true
+	}
+	return hit
 }
 
 // process is the actor's live process, spawned anew if it has none
@@ -82,8 +101,10 @@ func (a *actor) close() {
 	}
 }
 
-// reset readies the process for a new history: running, connected, no
-// open transaction; a process that does not answer is replaced.
+// reset readies the process for a new history: running, on a fresh
+// connection (a fault at the end of the last history may have broken the
+// old one unnoticed), so no transaction is open; a process that does not
+// answer is replaced.
 func (a *actor) reset() error {
 	for try := 0; try < 3; try++ {
 		p := a.process()
@@ -91,7 +112,7 @@ func (a *actor) reset() error {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		resp, err := p.Do(worker.Request{Op: "reset"})
+		resp, err := p.Do(worker.Request{Op: "reconnect"})
 		if err == nil && resp.Err == "" {
 			a.tainted.Store(false)
 			return nil
@@ -113,7 +134,7 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 	backend, epoch := p.Backend, h.epoch.Load()
 	call := h.rec.call(a.client, Input{Op: op})
 	resp, err := p.Do(req)
-	faulted := a.tainted.Swap(false) || h.epoch.Load() != epoch
+	faulted := a.faulted() || h.epoch.Load() != epoch || err != nil && a.killed.Load() == int64(p.Pid())
 	name := ruleName(op.Kind)
 	switch {
 	case err != nil && faulted:

@@ -44,22 +44,37 @@ func (h *history) inject(kind string, a *actor, rng *rand.Rand) bool {
 			return false
 		}
 		a.tainted.Store(true)
+		a.killed.Store(int64(pid))
 		call := h.rec.call(lane, Input{Op: model.Op{Kind: model.Kill, Worker: a.name}})
 		faults.Kill{Pid: pid}.Inject(context.Background())
+		// Again after the signal: an operation that ended in between
+		// took the first, and the next one finds the process dead.
+		a.tainted.Store(true)
 		h.r.endBackend(backend, h.epoch.Load(), &h.epoch)
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.OK}})
 		return true
 	case "db_restart":
+		// Every connection breaks: each actor's statements may fail while
+		// the server is down, and its first after it is back.
 		for _, b := range h.r.actors() {
+			b.armed.Store(true)
 			b.tainted.Store(true)
 		}
+		h.restarting.Store(true)
+		defer h.restarting.Store(false)
 		h.fixtures.tainted.Store(true)
 		call := h.rec.call(lane, Input{Op: model.Op{Kind: model.Restart}})
 		h.epoch.Add(1)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		err := h.r.in.Restart(ctx)
+		h.epoch.Add(1)
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.OK}})
+		for _, b := range h.r.actors() {
+			b.armed.Store(false)
+			b.tainted.Store(true)
+		}
+		h.fixtures.tainted.Store(true)
 		return err == nil
 	}
 	start := h.rec.now()
@@ -73,17 +88,21 @@ func (h *history) inject(kind string, a *actor, rng *rand.Rand) bool {
 		}
 		undo, err = faults.Pause{Pid: pid}.Inject(context.Background())
 	case "request_lost":
+		a.armed.Store(true)
 		a.tainted.Store(true)
 		undo, err = h.r.in.LoseRequest(a.name)
 	case "reply_lost":
+		a.armed.Store(true)
 		a.tainted.Store(true)
 		undo, err = h.r.in.LoseReply(a.name)
 	}
+	defer a.armed.Store(false)
 	if err != nil {
 		return false
 	}
 	time.Sleep(time.Duration(2+rng.IntN(20)) * time.Millisecond)
 	undo()
+	a.tainted.Store(true) // the connection it broke fails when next used
 	h.rec.note(a.client, start, kind)
 	return true
 }

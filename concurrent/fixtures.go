@@ -128,7 +128,7 @@ func (f *fixtures) observe() {
 // reconnects; any other error is the protocol's (a fixture or state query
 // that fails on its own).
 func (f *fixtures) lost(conn *pgx.Conn, err error) bool {
-	if f.tainted.Swap(false) || conn.IsClosed() && !sut.IsServerError(err) {
+	if f.tainted.Swap(false) || f.h.restarting.Load() || conn.IsClosed() && !sut.IsServerError(err) {
 		f.close()
 		return true
 	}
@@ -178,7 +178,7 @@ func (f *fixtures) exec(op model.Op, section string, args sut.Args, conn *pgx.Co
 		f.h.rec.ret(call, Output{Out: model.Outcome{Kind: model.OK}})
 		return true
 	}
-	if f.h.epoch.Load() != epoch || f.tainted.Load() {
+	if f.h.epoch.Load() != epoch || f.tainted.Load() || f.h.restarting.Load() {
 		f.tainted.Store(false)
 		f.close()
 		f.h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})

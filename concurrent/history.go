@@ -129,8 +129,9 @@ func (r *recorder) note(client int, start int64, what string) {
 }
 
 // history is the finished operations, every claim's and rescue's MaySkip
-// filled in from the statements that overlapped it.
-func (r *recorder) history() []porcupine.Operation {
+// filled in from the statements that overlapped it (buries: under an
+// attempt budget, where a claim may lock rows it does not return).
+func (r *recorder) history(buries bool) []porcupine.Operation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []porcupine.Operation
@@ -145,7 +146,7 @@ func (r *recorder) history() []porcupine.Operation {
 		switch in.Op.Kind {
 		case model.ClaimOp, model.Begin, model.Rescue:
 			if !in.Observe {
-				in.MaySkip = overlappingRows(out, i)
+				in.MaySkip = overlappingRows(out, i, buries)
 				out[i].Input = in
 			}
 		}
@@ -153,21 +154,34 @@ func (r *recorder) history() []porcupine.Operation {
 	return out
 }
 
-// overlappingRows are the events whose row a statement running during
-// ops[i] (a complete, retry, renew or fixture of another actor) may have
-// locked; a rescue running at the same time may have locked any.
-func overlappingRows(ops []porcupine.Operation, i int) []string {
+// overlappingRows are the events whose row a statement of another actor
+// running during ops[i] may have held locked at some instant: a complete,
+// retry, renew or fixture names its row; a claim locks the rows it
+// returned, and until its commit shows, a row it took is locked but not
+// yet taken (it may also bury rows under an attempt budget, and an unknown
+// claim may have locked any: "*"); a rescue may have locked any.
+func overlappingRows(ops []porcupine.Operation, i int, buries bool) []string {
 	me := ops[i]
 	var events []string
+	add := func(e string) {
+		if !contains(events, e) {
+			events = append(events, e)
+		}
+	}
 	for j, o := range ops {
-		if j == i || o.Return < me.Call || o.Call > me.Return {
+		if j == i || o.ClientId == me.ClientId || o.Return < me.Call || o.Call > me.Return {
 			continue
 		}
-		in := o.Input.(Input)
+		in, out := o.Input.(Input), o.Output.(Output)
 		switch in.Op.Kind {
 		case model.Complete, model.Retry, model.Renew, model.Expire, model.MakeDue, model.Age:
-			if !in.Observe && !contains(events, in.Op.Event) {
-				events = append(events, in.Op.Event)
+			add(in.Op.Event)
+		case model.ClaimOp, model.Begin:
+			if buries || out.Out.Kind == model.Unknown {
+				return []string{"*"}
+			}
+			for _, g := range out.Out.Grants() {
+				add(g.Event)
 			}
 		case model.Rescue:
 			return []string{"*"}

@@ -35,7 +35,7 @@ func lines(ops []porcupine.Operation) []string {
 // writeHTML writes porcupine's visualisation of ops (one lane per actor,
 // the faults as annotations) and returns its path, "" if it could not be
 // written.
-func (r *Runner) writeHTML(events []string, h *history, ops []porcupine.Operation, index int) string {
+func (r *Runner) writeHTML(events []string, h *history, ops []porcupine.Operation, name string) string {
 	m := Model(r.policy(), events, r.inst.Statements.HasGen)
 	_, info := porcupine.CheckOperationsVerbose(m, ops, r.cfg.CheckTimeout)
 	var notes []porcupine.Annotation
@@ -56,7 +56,7 @@ func (r *Runner) writeHTML(events []string, h *history, ops []porcupine.Operatio
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	path := filepath.Join(dir, fmt.Sprintf("outboxlab-concurrent-%s-seed%d-history%d.html", safeName(r.inst.Proto.Name), r.cfg.Seed, index))
+	path := filepath.Join(dir, fmt.Sprintf("outboxlab-concurrent-%s-seed%d-history%s.html", safeName(r.inst.Proto.Name), r.cfg.Seed, name))
 	if err := porcupine.VisualizePath(m, info, path); err != nil {
 		return ""
 	}

@@ -36,6 +36,10 @@ type Failure struct {
 	Ops     []string // the shrunk failing part, one operation a line
 	Full    int      // operations in the whole history
 	HTML    string   // porcupine's visualisation of the shrunk part
+	// Witness is the failing prefix the shrunk part was searched from,
+	// sound by construction (see shrink), and WitnessHTML its picture.
+	Witness     []string
+	WitnessHTML string
 }
 
 // Run runs histories until the budget is spent or one fails.
@@ -54,14 +58,14 @@ func (r *Runner) Run() Result {
 			res.Failure = &Failure{Rule: "harness error", Detail: err.Error(), History: i + 1}
 			return res
 		}
-		ops := h.rec.history()
+		ops := h.rec.history(r.policy().MaxAttempts > 0)
 		res.Histories++
 		res.Ops += len(ops)
 		if h.failure != nil {
 			f := *h.failure
 			f.History, f.Full = i+1, len(ops)
 			f.Ops = lines(ops)
-			f.HTML = r.writeHTML(h.initial, h, ops, i+1)
+			f.HTML = r.writeHTML(h.initial, h, ops, fmt.Sprint(i+1))
 			res.Failure = &f
 			return res
 		}
@@ -168,9 +172,6 @@ func (r *Runner) reset(h *history) error {
 // read. Each step is an operation of the history, checked with the rest:
 // a row stranded by the history shows as a claim that found nothing.
 func (h *history) drain() {
-	for _, a := range h.r.actors() {
-		a.tainted.Store(false)
-	}
 	f := h.fixtures
 	f.observe()
 	for _, e := range h.events {
@@ -208,10 +209,11 @@ func (r *Runner) check(h *history, ops []porcupine.Operation) (f *Failure, undec
 		return nil, true
 	}
 	mk := func(events []string) porcupine.Model { return Model(r.policy(), events, r.inst.Statements.HasGen) }
-	events, small := shrink(mk, h.initial, ops, r.cfg.CheckTimeout)
+	witness, events, small := shrink(mk, h.initial, ops, r.cfg.CheckTimeout)
 	return &Failure{Rule: "not linearizable",
 		Detail: fmt.Sprintf("%s; no order of the %d operations below, each taking effect between its call and its return, is allowed by the model, and without the one that returned last the rest is linearizable", enqueued(events), len(small)),
-		Ops:    lines(small), Full: len(ops), HTML: r.writeHTML(events, h, small, h.index+1)}, false
+		Ops:    lines(small), Full: len(ops), HTML: r.writeHTML(events, h, small, fmt.Sprint(h.index+1)),
+		Witness: lines(witness), WitnessHTML: r.writeHTML(h.initial, h, witness, fmt.Sprintf("%d-witness", h.index+1))}, false
 }
 
 func enqueued(events []string) string {

@@ -110,20 +110,22 @@ func (r *Runner) faultClient() int   { return r.cfg.Workers + 2 }
 
 // history is one history in progress.
 type history struct {
-	r        *Runner
-	index    int
-	rec      *recorder
-	events   []string     // enqueued so far (the fixture actor adds more)
-	initial  []string     // enqueued by the reset
-	ops      atomic.Int64 // operations left
-	end      time.Time
-	epoch    atomic.Int64 // server restarts so far
-	hints    hints
-	fixtures *fixtures
-	mu       sync.Mutex
-	ids      map[string]string // event -> its row's id in the state query
-	counts   map[string]int64  // claims acknowledged per event (protocols without a generation)
-	failure  *Failure          // a failure the driver saw itself
+	r       *Runner
+	index   int
+	rec     *recorder
+	events  []string     // enqueued so far (the fixture actor adds more)
+	initial []string     // enqueued by the reset
+	ops     atomic.Int64 // operations left
+	end     time.Time
+	epoch   atomic.Int64 // raised at the start and at the end of each server restart
+	// restarting is set while the server restarts.
+	restarting atomic.Bool
+	hints      hints
+	fixtures   *fixtures
+	mu         sync.Mutex
+	ids        map[string]string // event -> its row's id in the state query
+	counts     map[string]int64  // claims acknowledged per event (protocols without a generation)
+	failure    *Failure          // a failure the driver saw itself
 }
 
 func (h *history) hasGen() bool { return h.r.inst.Statements.HasGen }

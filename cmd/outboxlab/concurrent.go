@@ -50,6 +50,8 @@ type concurrentResult struct {
 	Detail         string         `json:"detail,omitempty"`
 	Counterexample []string       `json:"counterexample"`
 	HTML           string         `json:"html,omitempty"`
+	Witness        []string       `json:"witness,omitempty"`
+	WitnessHTML    string         `json:"witness_html,omitempty"`
 	Faults         map[string]int `json:"faults,omitempty"`
 	Error          string         `json:"error,omitempty"`
 }
@@ -96,6 +98,7 @@ func concurrentOne(srv *pgserver.Server, inst *sut.Instance, cfg concurrent.Conf
 		res.Result, res.Error = "error", v.Detail
 	default:
 		res.Result, res.Violation, res.Detail, res.Counterexample, res.HTML = "fail", v.Rule, v.Detail, v.Ops, v.HTML
+		res.Witness, res.WitnessHTML = v.Witness, v.WitnessHTML
 		res.Histories = v.History
 	}
 	return res
@@ -115,7 +118,10 @@ func printConcurrent(w io.Writer, r concurrentResult) {
 			fmt.Fprintln(w, "    "+line)
 		}
 		if r.HTML != "" {
-			fmt.Fprintf(w, "  history as HTML: %s\n", r.HTML)
+			fmt.Fprintf(w, "  as HTML: %s\n", r.HTML)
+		}
+		if len(r.Witness) > 0 {
+			fmt.Fprintf(w, "  searched from a failing prefix of %d operations (every operation left out starts after it ends, so it fails on its own): %s\n", len(r.Witness), r.WitnessHTML)
 		}
 	default:
 		fmt.Fprintf(w, "%s: ERROR: %s\n", r.Protocol, r.Error)
