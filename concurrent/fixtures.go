@@ -145,8 +145,12 @@ func (f *fixtures) fixture(kind model.Kind, event string) {
 	}
 	section := map[model.Kind]string{model.Expire: sut.Expire, model.MakeDue: sut.Due, model.Age: sut.Age}[kind]
 	f.h.mu.Lock()
-	args := sut.Args{ID: f.h.ids[event], Worker: "harness"}
+	id, known := f.h.ids[event]
 	f.h.mu.Unlock()
+	if !known {
+		return // enqueued since the last read: no id to send yet
+	}
+	args := sut.Args{ID: id, Worker: "harness"}
 	if kind == model.Age {
 		args.Seconds = ageFraction * f.h.r.inst.Proto.Lease.Seconds()
 	}

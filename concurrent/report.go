@@ -2,6 +2,7 @@ package concurrent
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,7 +61,49 @@ func (r *Runner) writeHTML(events []string, h *history, ops []porcupine.Operatio
 	if err := porcupine.VisualizePath(m, info, path); err != nil {
 		return ""
 	}
+	writeLog(strings.TrimSuffix(path, ".html")+".json", events, ops)
 	return path
+}
+
+// logged is a history as its JSON operation log: kept next to the HTML,
+// so that a failure can be checked again (ReadLog) after the run.
+type logged struct {
+	Events []string
+	Ops    []loggedOp
+}
+
+type loggedOp struct {
+	Client       int
+	Call, Return int64
+	Input        Input
+	Output       Output
+}
+
+func writeLog(path string, events []string, ops []porcupine.Operation) {
+	l := logged{Events: events}
+	for _, o := range ops {
+		l.Ops = append(l.Ops, loggedOp{o.ClientId, o.Call, o.Return, o.Input.(Input), o.Output.(Output)})
+	}
+	b, err := json.MarshalIndent(l, "", " ")
+	if err == nil {
+		os.WriteFile(path, b, 0o644)
+	}
+}
+
+// ReadLog reads an operation log written next to a failure's HTML.
+func ReadLog(path string) (events []string, ops []porcupine.Operation, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var l logged
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, o := range l.Ops {
+		ops = append(ops, porcupine.Operation{ClientId: o.Client, Call: o.Call, Return: o.Return, Input: o.Input, Output: o.Output})
+	}
+	return l.Events, ops, nil
 }
 
 func span(ops []porcupine.Operation) (first, last int64) {

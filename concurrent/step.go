@@ -117,11 +117,13 @@ func rescueSteps(s model.State, in Input, out Output) []model.State {
 }
 
 // skippable is the events of may ("*": every event) whose row no
-// transaction holds.
+// transaction holds and a claim or rescue could take: a locked SENT, DEAD
+// or live row changes no outcome.
 func skippable(s model.State, may []string) []string {
 	var out []string
 	for _, r := range s.Rows {
-		if r.LockedBy == "" && (slices.Contains(may, r.Event) || slices.Contains(may, "*")) {
+		takable := r.Status == model.Ready || r.Status == model.InProgress && !r.LeaseLive
+		if takable && r.LockedBy == "" && (slices.Contains(may, r.Event) || slices.Contains(may, "*")) {
 			out = append(out, r.Event)
 		}
 	}
@@ -161,7 +163,8 @@ func unlocked(s model.State, event string) model.State {
 	return s
 }
 
-// subsets lists every subset of events (at most 2^4: MaySkip is capped).
+// subsets lists every subset of events (at most 2^6: a history has at
+// most six takable rows).
 func subsets(events []string) [][]string {
 	if len(events) > maxSkippable {
 		events = events[:maxSkippable]
@@ -177,7 +180,7 @@ func subsets(events []string) [][]string {
 
 // maxSkippable bounds the rows a claim may have skipped for concurrent
 // statements: histories have a handful of events.
-const maxSkippable = 4
+const maxSkippable = 6
 
 // sameOutcome compares outcomes; without a generation, a claim is compared
 // on its rows only.
