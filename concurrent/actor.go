@@ -144,6 +144,7 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 		h.r.endBackend(backend, epoch, &h.epoch)
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
 		h.rec.fault(call, "cut or killed")
+		h.backOff()
 		return model.Outcome{Kind: model.Unknown}, resp, true
 	case err != nil:
 		a.discard(p)
@@ -167,11 +168,22 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 		h.r.endBackend(backend, epoch, &h.epoch)
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
 		h.rec.fault(call, "connection cut")
+		h.backOff()
 		return model.Outcome{Kind: model.Unknown}, resp, true
 	}
 	h.r.endBackend(backend, epoch, &h.epoch)
 	h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
 	return h.fail(name+" lost its connection with no fault injected", fmt.Sprintf("%v lost its connection, and no fault was injected: %s", op, resp.Err))
+}
+
+// backOff is what a worker does after a statement whose outcome it does
+// not know: it waits a moment, and while the server restarts, until it is
+// back (each unknown outcome doubles the states a history may be in).
+func (h *history) backOff() {
+	time.Sleep(3 * time.Millisecond)
+	for h.restarting.Load() && time.Now().Before(h.end) {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // outcomeOf is a worker's answer in the model's terms; a claim's rows in

@@ -18,7 +18,8 @@ import (
 func (h *history) faultLoop(stop <-chan struct{}, rng *rand.Rand, restart bool) map[string]int {
 	fired := map[string]int{}
 	kinds := []string{"kill", "pause", "request_lost", "reply_lost"}
-	restartAt := time.Now().Add(time.Duration(rng.Int64N(int64(300 * time.Millisecond))))
+	// Early in the history, so that it is not over before the restart.
+	restartAt := time.Now().Add(time.Duration(rng.Int64N(int64(60 * time.Millisecond))))
 	for round := 0; ; round++ {
 		select {
 		case <-stop:

@@ -33,7 +33,7 @@ func (h *history) drive(a *actor, rng *rand.Rand) {
 	for h.take() {
 		if e, ok := h.hints.get(); ok {
 			if c, found := olderClaim(claims, e); found && rng.IntN(5) > 0 {
-				if !h.outcome(a, c, rng) {
+				if !h.staleOutcome(a, c, rng) {
 					return
 				}
 				continue
@@ -144,15 +144,31 @@ func (h *history) acknowledge(rows []worker.ClaimRow) []held {
 	return out
 }
 
+// staleOutcome sends a complete, a retry or a renew for c, each as often:
+// the outcome aimed at a reclaim's open transaction.
+func (h *history) staleOutcome(a *actor, c held, rng *rand.Rand) bool {
+	kinds := []model.Kind{model.Complete, model.Retry}
+	if h.r.inst.Proto.Has(sut.Renew) {
+		kinds = append(kinds, model.Renew)
+	}
+	return h.send(a, c, kinds[rng.IntN(len(kinds))])
+}
+
 // outcome sends a complete (most often), a retry or a renew for c.
 func (h *history) outcome(a *actor, c held, rng *rand.Rand) bool {
-	kind, section := model.Complete, sut.Complete
+	kind := model.Complete
 	switch n := rng.IntN(20); {
 	case n < 5:
-		kind, section = model.Retry, sut.Retry
+		kind = model.Retry
 	case n < 9 && h.r.inst.Proto.Has(sut.Renew):
-		kind, section = model.Renew, sut.Renew
+		kind = model.Renew
 	}
+	return h.send(a, c, kind)
+}
+
+// send runs the outcome kind (complete, retry or renew) of claim c.
+func (h *history) send(a *actor, c held, kind model.Kind) bool {
+	section := map[model.Kind]string{model.Complete: sut.Complete, model.Retry: sut.Retry, model.Renew: sut.Renew}[kind]
 	op := model.Op{Kind: kind, Worker: a.name, Event: c.event, Gen: c.gen}
 	_, _, ok := h.do(a, op, worker.Request{Op: section, ID: c.id, Gen: c.gen})
 	return ok
