@@ -101,18 +101,18 @@ func (a *actor) close() {
 	}
 }
 
-// reset readies the process for a new history: running, on a fresh
-// connection (a fault at the end of the last history may have broken the
-// old one unnoticed), so no transaction is open; a process that does not
-// answer is replaced.
-func (a *actor) reset() error {
+// reset readies the process for a new history with op: "reconnect", a
+// fresh connection (a fault at the end of the last history may have broken
+// the old one unnoticed), or "reset", no transaction left open; a process
+// that does not answer is replaced.
+func (a *actor) reset(op string) error {
 	for try := 0; try < 3; try++ {
 		p := a.process()
 		if p == nil {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		resp, err := p.Do(worker.Request{Op: "reconnect"})
+		resp, err := p.Do(worker.Request{Op: op})
 		if err == nil && resp.Err == "" {
 			a.tainted.Store(false)
 			return nil

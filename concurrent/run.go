@@ -90,10 +90,8 @@ func (r *Runner) Run() Result {
 // runHistory resets the table and the workers, runs one history with
 // every actor at once, then the drain.
 func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, error) {
-	for _, a := range r.actors() {
-		if err := a.reset(); err != nil {
-			return nil, nil, err
-		}
+	if err := r.resetActors(); err != nil {
+		return nil, nil, err
 	}
 	h := &history{r: r, index: i, ids: map[string]string{}, counts: map[string]int64{}}
 	for k := range r.cfg.Events {
@@ -104,8 +102,8 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 		return nil, nil, err
 	}
 	h.rec = newRecorder()
-	h.fixtures = &fixtures{h: h}
-	defer h.fixtures.close()
+	h.fixtures = &fixtures{h: h, conn: r.fixtureConn}
+	defer func() { r.fixtureConn = h.fixtures.conn }() // kept for the next history
 	h.ops.Store(int64(r.cfg.Ops))
 	h.end = time.Now().Add(r.historyTime())
 	var wg sync.WaitGroup
@@ -136,6 +134,27 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 		h.drain()
 	}
 	return h, fired, nil
+}
+
+// resetActors readies every process for the next history, all at once: a
+// fresh connection each when faults may have broken one unnoticed, else
+// only the rollback of anything left open.
+func (r *Runner) resetActors() error {
+	op := "reset"
+	if r.in != nil {
+		op = "reconnect"
+	}
+	errs := make(chan error, len(r.actors()))
+	for _, a := range r.actors() {
+		go func() { errs <- a.reset(op) }()
+	}
+	var first error
+	for range r.actors() {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // historyTime bounds a history's wall time well inside the declared lease:

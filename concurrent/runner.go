@@ -54,6 +54,9 @@ type Runner struct {
 	workers []*actor
 	rescuer *actor // nil without a rescue section
 	super   supervisor
+	// fixtureConn is the fixture actor's connection, kept across
+	// histories (nil until the first, and after a restart broke it).
+	fixtureConn *pgx.Conn
 }
 
 // NewRunner prepares a run: the fault proxies when cfg has faults, a
@@ -94,6 +97,9 @@ func (r *Runner) Close() {
 		r.in.Close()
 	}
 	r.super.close()
+	if r.fixtureConn != nil {
+		(&fixtures{conn: r.fixtureConn}).close()
+	}
 }
 
 func (r *Runner) actors() []*actor {
