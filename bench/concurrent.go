@@ -25,8 +25,10 @@ type ConcurrentFigures struct {
 
 // Concurrent measures inst (leased) with histories histories of each:
 // the driver (worker processes over pipes, every operation recorded, the
-// fixture actor, the drain) with checking off, the raw loop, then the
-// driver with checking on, whose check time is divided by its operations.
+// fixture actor) with checking off, the raw loop, then the driver with
+// checking on, whose check time is divided by its operations (the drains'
+// included). The two rates count the histories' concurrent parts only,
+// resets and drains left out: the same statements, from as many actors.
 // No faults (a restart would stall the figure), and no hold on open
 // claim transactions: the figures are statements, not sleeps.
 func Concurrent(srv *pgserver.Server, inst *sut.Instance, histories int) (ConcurrentFigures, error) {
@@ -51,7 +53,7 @@ func Concurrent(srv *pgserver.Server, inst *sut.Instance, histories int) (Concur
 	if err != nil {
 		return f, err
 	}
-	f.OpsPerS = round(float64(res.Ops) / res.DriveTime.Seconds())
+	f.OpsPerS = round(float64(res.ConcurrentOps) / res.ConcurrentTime.Seconds())
 	raw, err := rawMix(inst, cfg.Workers, cfg.Events, cfg.Ops, histories)
 	if err != nil {
 		return f, err
@@ -70,8 +72,8 @@ func Concurrent(srv *pgserver.Server, inst *sut.Instance, histories int) (Concur
 // goroutine each) and a fixture connection spend ops operations, with the
 // driver's draws (claims in autocommit and in a transaction committed at
 // once, outcomes of a worker's own claims, expire, due, age and reads with
-// the fixture actor's pauses). It returns operations per second, resets
-// included.
+// the fixture actor's pauses). It returns operations per second of the
+// concurrent parts, resets left out.
 func rawMix(inst *sut.Instance, workers, events, ops, histories int) (float64, error) {
 	ctx := context.Background()
 	var conns []*pgx.Conn
@@ -92,7 +94,7 @@ func rawMix(inst *sut.Instance, workers, events, ops, histories int) (float64, e
 		names = append(names, fmt.Sprintf("e%d", i+1))
 	}
 	total := 0
-	start := time.Now()
+	var busy time.Duration
 	for h := range histories {
 		if err := inst.Reset(ctx, names); err != nil {
 			return 0, err
@@ -107,6 +109,7 @@ func rawMix(inst *sut.Instance, workers, events, ops, histories int) (float64, e
 		}
 		var left atomic.Int64
 		left.Store(int64(ops))
+		start := time.Now()
 		var wg sync.WaitGroup
 		errs := make(chan error, workers+1)
 		for w := range workers {
@@ -122,6 +125,7 @@ func rawMix(inst *sut.Instance, workers, events, ops, histories int) (float64, e
 			errs <- rawFixtures(inst, conns[workers], ids, rand.New(rand.NewPCG(uint64(h), 99)), &left)
 		}()
 		wg.Wait()
+		busy += time.Since(start)
 		close(errs)
 		for err := range errs {
 			if err != nil {
@@ -130,7 +134,7 @@ func rawMix(inst *sut.Instance, workers, events, ops, histories int) (float64, e
 		}
 		total += ops
 	}
-	return float64(total) / time.Since(start).Seconds(), nil
+	return float64(total) / busy.Seconds(), nil
 }
 
 type rawClaim struct {

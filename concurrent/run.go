@@ -25,6 +25,10 @@ type Result struct {
 	Failure   *Failure
 	DriveTime time.Duration // running the histories
 	CheckTime time.Duration // checking them (linearizability and shrinking)
+	// ConcurrentOps and ConcurrentTime are the operations and the time of
+	// the histories' concurrent parts: resets and drains left out.
+	ConcurrentOps  int
+	ConcurrentTime time.Duration
 }
 
 // Failure is a history that broke the policy: not linearizable against
@@ -61,6 +65,8 @@ func (r *Runner) Run() Result {
 		ops := h.rec.history(r.policy().MaxAttempts > 0)
 		res.Histories++
 		res.Ops += len(ops)
+		res.ConcurrentOps += h.concurrentOps
+		res.ConcurrentTime += h.concurrentTime
 		if h.failure != nil {
 			f := *h.failure
 			f.History, f.Full = i+1, len(ops)
@@ -128,6 +134,8 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 		}()
 	}
 	wg.Wait()
+	h.concurrentTime = time.Since(h.rec.start)
+	h.concurrentOps = len(h.rec.history(false))
 	close(stop)
 	faultsDone.Wait()
 	if h.failure == nil {

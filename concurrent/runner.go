@@ -132,6 +132,11 @@ type history struct {
 	ids        map[string]string // event -> its row's id in the state query
 	counts     map[string]int64  // claims acknowledged per event (protocols without a generation)
 	failure    *Failure          // a failure the driver saw itself
+	// concurrentOps and concurrentTime measure the concurrent part (for
+	// outboxlab bench): the operations recorded before the drain, and the
+	// time from the history's start to the last actor's end.
+	concurrentOps  int
+	concurrentTime time.Duration
 }
 
 func (h *history) hasGen() bool { return h.r.inst.Statements.HasGen }
