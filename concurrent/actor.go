@@ -33,6 +33,9 @@ type actor struct {
 	// killed is the pid the fault loop last sent SIGKILL: an error of that
 	// process is the kill's, whenever it shows.
 	killed atomic.Int64
+	// stale is set when a fault broke the process's connection: it
+	// reconnects before its next operation (the driving goroutine's).
+	stale bool
 }
 
 // faulted takes the taint at the end of an operation: whether a fault may
@@ -89,6 +92,7 @@ func (a *actor) discard(p *worker.Process) {
 	if a.proc == p && p != nil {
 		p.Kill()
 		a.proc = nil
+		a.stale = false // the next process connects afresh
 	}
 }
 
@@ -115,6 +119,7 @@ func (a *actor) reset(op string) error {
 		resp, err := p.Do(worker.Request{Op: op})
 		if err == nil && resp.Err == "" {
 			a.tainted.Store(false)
+			a.stale = false
 			return nil
 		}
 		a.discard(p)
@@ -128,7 +133,7 @@ func (a *actor) reset(op string) error {
 // started.
 func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outcome, resp worker.Response, ok bool) {
 	p := a.process()
-	if p == nil {
+	if p == nil || a.stale && !h.reconnect(a, p) {
 		return model.Outcome{}, worker.Response{}, false
 	}
 	backend, epoch := p.Backend, h.epoch.Load()
@@ -165,6 +170,7 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
 		return h.fail(name+" failed with a server error", fmt.Sprintf("%v failed: %s", op, resp.Err))
 	case faulted:
+		a.stale = true
 		h.r.endBackend(backend, epoch, &h.epoch)
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
 		h.rec.fault(call, "connection cut")
@@ -174,6 +180,27 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 	h.r.endBackend(backend, epoch, &h.epoch)
 	h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
 	return h.fail(name+" lost its connection with no fault injected", fmt.Sprintf("%v lost its connection, and no fault was injected: %s", op, resp.Err))
+}
+
+// reconnect gives a worker whose connection a fault broke a new one
+// before its next operation, so that the parent knows the new backend
+// (the reply names it): a statement cut on a connection the worker made by
+// itself would leave a backend nobody ends, its locks held. It tries until
+// the history's time is up; false then, or when the process died.
+func (h *history) reconnect(a *actor, p *worker.Process) bool {
+	for time.Now().Before(h.end.Add(10 * time.Second)) {
+		resp, err := p.Do(worker.Request{Op: "reconnect"})
+		if err != nil {
+			a.discard(p)
+			return false
+		}
+		if resp.Err == "" {
+			a.stale = false
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
 }
 
 // backOff is what a worker does after a statement whose outcome it does
