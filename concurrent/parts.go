@@ -13,8 +13,10 @@ import (
 
 // wellFormed reports whether every operation of h still has what it was
 // sent on: an outcome the claim (by the same worker, earlier) that gave it
-// its event and generation, a Commit or Rollback the Begin it ends. A
-// part without them would fail for their absence, not for the anomaly.
+// its event and generation, a claim of generation g the claim of g-1
+// before it (or an unknown claim that may have been it), a Commit or
+// Rollback the Begin it ends. A part without them would fail for their
+// absence, not for the anomaly.
 func wellFormed(h []porcupine.Operation) bool {
 	byCall := slices.Clone(h)
 	slices.SortStableFunc(byCall, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
@@ -23,6 +25,7 @@ func wellFormed(h []porcupine.Operation) bool {
 		gen           int64
 	}
 	got := map[grant]bool{}
+	claimedAt := map[string]map[int64]bool{} // event -> generations claimed so far
 	open := map[string]bool{}
 	for _, o := range byCall {
 		op := o.Input.(Input).Op
@@ -30,6 +33,13 @@ func wellFormed(h []porcupine.Operation) bool {
 		switch op.Kind {
 		case model.ClaimOp, model.Begin:
 			for _, g := range out.Out.Grants() {
+				if g.Gen > 1 && !claimedAt[g.Event][g.Gen-1] && !unknownClaimBefore(byCall, o) {
+					return false // a generation without the claim before it
+				}
+				if claimedAt[g.Event] == nil {
+					claimedAt[g.Event] = map[int64]bool{}
+				}
+				claimedAt[g.Event][g.Gen] = true
 				got[grant{op.Worker, g.Event, g.Gen}] = true
 			}
 			open[op.Worker] = op.Kind == model.Begin && out.Out.Kind != model.Unknown
@@ -119,4 +129,19 @@ func withoutEvent(h []porcupine.Operation, e string) []porcupine.Operation {
 		out = append(out, o)
 	}
 	return out
+}
+
+// unknownClaimBefore reports whether a claim whose outcome is unknown was
+// called before o: it may have taken any generation unseen.
+func unknownClaimBefore(byCall []porcupine.Operation, o porcupine.Operation) bool {
+	for _, p := range byCall {
+		if p.Call >= o.Call {
+			return false
+		}
+		k := p.Input.(Input).Op.Kind
+		if out, _ := p.Output.(Output); (k == model.ClaimOp || k == model.Begin) && out.Out.Kind == model.Unknown {
+			return true
+		}
+	}
+	return false
 }
