@@ -113,7 +113,11 @@ func printConcurrent(w io.Writer, r concurrentResult) {
 		}
 	case "fail":
 		fmt.Fprintf(w, "%s: FAIL: %s (history %d, %.1fs including shrinking, seed %d)\n", r.Protocol, r.Violation, r.Histories, r.Seconds, r.Seed)
-		fmt.Fprintf(w, "  %s\n  failing part of the history (shrunk; call .. return, ms):\n", r.Detail)
+		part := "failing part of the history (shrunk; call .. return, ms)"
+		if len(r.Witness) == 0 {
+			part = "the history up to the failure (call .. return, ms)"
+		}
+		fmt.Fprintf(w, "  %s\n  %s:\n", r.Detail, part)
 		for _, line := range r.Counterexample {
 			fmt.Fprintln(w, "    "+line)
 		}
