@@ -73,8 +73,8 @@ func TestLeasedIsLinearizable(t *testing.T) {
 	}
 }
 
-// TestSnapshotGuardRaceCaught: testdata/races/complete_subquery.sql (the
-// mutant named complete_subquery: the generation guard read in a subquery,
+// TestSnapshotGuardRaceCaught: testdata/mutants/race_complete_subquery.sql
+// (the mutant race_complete_subquery: the generation guard read in a subquery,
 // so that a stale complete waiting behind a reclaim lands on the new
 // claim) is not linearizable, and the failure comes shrunk, with the stale
 // complete in it, and as an HTML file.
@@ -84,13 +84,13 @@ func TestSnapshotGuardRaceCaught(t *testing.T) {
 	// chance in thirty thousand, and a catch ends the run.
 	cfg := quick(t, 100)
 	cfg.Faults, cfg.Duration = false, 25*time.Second
-	res := run(t, "../testdata/races/complete_subquery.sql", cfg)
+	res := run(t, "../testdata/mutants/race_complete_subquery.sql", cfg)
 	f := res.Failure
 	if f == nil {
-		t.Fatalf("complete_subquery passed %d histories (%d operations)", res.Histories, res.Ops)
+		t.Fatalf("race_complete_subquery passed %d histories (%d operations)", res.Histories, res.Ops)
 	}
 	if f.Rule != "not linearizable" {
-		t.Fatalf("complete_subquery failed for %s (%s), want not linearizable", f.Rule, f.Detail)
+		t.Fatalf("race_complete_subquery failed for %s (%s), want not linearizable", f.Rule, f.Detail)
 	}
 	if len(f.Ops) == 0 || len(f.Ops) > len(f.Witness) || !strings.Contains(strings.Join(f.Ops, "\n"), "Complete(") {
 		t.Errorf("shrunk part %q (witness of %d) does not show the complete", f.Ops, len(f.Witness))

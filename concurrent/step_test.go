@@ -27,7 +27,7 @@ func linearizable(t *testing.T, p model.Policy, events []string, h []porcupine.O
 	return porcupine.CheckOperations(Model(p, events, true), h)
 }
 
-// TestStaleOutcomeBehindReclaim is the race of testdata/races: a stale
+// TestStaleOutcomeBehindReclaim is the race of testdata/mutants/race_*: a stale
 // complete that waits behind a reclaim's open transaction and applies
 // once it commits has no linearization, under the lenient policy too; the
 // same complete rejected has one (while the lock is held, or after).

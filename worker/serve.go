@@ -134,7 +134,11 @@ func (a *agent) handle(req Request) Response {
 			return resp
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.spec.OpTimeout)
+	limit := a.spec.OpTimeout
+	if req.MayWait {
+		limit = WaitTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	resp := a.run(ctx, req)
 	if resp.Err != "" && !resp.ServerErr && !resp.Protocol {

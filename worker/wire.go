@@ -30,7 +30,14 @@ type Request struct {
 	Op  string `json:"op"` // claim, begin, commit, rollback, complete, retry, renew, rescue, reconnect
 	ID  string `json:"id,omitempty"`
 	Gen int64  `json:"gen,omitempty"`
+	// MayWait marks a statement the parent lets wait on another
+	// transaction's row lock (a waiting step): it gets WaitTimeout, not
+	// the statement timeout, since the wait lasts until the holder ends.
+	MayWait bool `json:"may_wait,omitempty"`
 }
+
+// WaitTimeout bounds a statement sent with MayWait.
+const WaitTimeout = 20 * time.Second
 
 // Response is one line the worker writes back.
 type Response struct {
