@@ -15,8 +15,9 @@ import (
 // sent on: an outcome the claim (by the same worker, earlier) that gave it
 // its event and generation, a claim of generation g the claim of g-1
 // before it (or an unknown claim that may have been it), a Commit or
-// Rollback the Begin it ends. A part without them would fail for their
-// absence, not for the anomaly.
+// Rollback the Begin it ends, and a worker's next operation after a Begin
+// the end of that transaction (a commit, a rollback, a kill or a restart).
+// A part without them would fail for their absence, not for the anomaly.
 func wellFormed(h []porcupine.Operation) bool {
 	byCall := slices.Clone(h)
 	slices.SortStableFunc(byCall, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
@@ -31,6 +32,16 @@ func wellFormed(h []porcupine.Operation) bool {
 		op := o.Input.(Input).Op
 		out, _ := o.Output.(Output)
 		switch op.Kind {
+		case model.ClaimOp, model.Begin, model.Complete, model.Retry, model.Renew:
+			if open[op.Worker] {
+				return false // the end of the worker's transaction was dropped
+			}
+		}
+		switch op.Kind {
+		case model.Kill:
+			open[op.Worker] = false
+		case model.Restart:
+			clear(open)
 		case model.ClaimOp, model.Begin:
 			for _, g := range out.Out.Grants() {
 				if g.Gen > 1 && !claimedAt[g.Event][g.Gen-1] && !unknownClaimBefore(byCall, o) {
