@@ -37,7 +37,7 @@ type Output struct {
 	Rows []model.RowView
 }
 
-// String is the operation as one line: w2.Complete(e1, gen=1) -> rejected,
+// describe is the operation as one line: w2.Complete(e1, gen=1) -> rejected,
 // or Read() -> e1:SENT/1 e2:INPROGRESS/2/expired.
 func describe(in Input, out Output) string {
 	if in.Observe {
