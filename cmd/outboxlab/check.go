@@ -53,6 +53,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed")
 	fs.Var(&f.shard, "shard", "K/N: run part K of N of the budget, disjoint seed ranges (needs --seed; see docs/json.md)")
 	f.broker.register(fs)
+	cf := addConcurrentFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab check [flags] [PROTOCOL ...]")
 		fs.PrintDefaults()
@@ -95,6 +96,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return exitBad
 	}
 	defer closeAll(insts)
+	if cf.on {
+		return runConcurrent(srv, insts, f, cf, stdout, stderr)
+	}
 	cfg := def
 	cfg.Faults = f.faults
 	cfg.MaxWorkers = f.workers
