@@ -3,6 +3,7 @@ package machine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/outboxlab/outboxlab/model"
@@ -62,7 +63,8 @@ func (r *run) waitsOn(op model.Op) string {
 // waits on; else a complete, retry or renew that would wait on a
 // reclaim's open transaction, if one can; else the reclaim in an open
 // transaction itself, when an expired row has a stale owner to wait
-// on it; else it skips. One action rather than two: an action that mostly
+// on it; else the expiry of a committed claim whose owner could then
+// wait; else it skips. One action rather than two: an action that mostly
 // skips makes rapid likelier to find no valid action in a step.
 func (r *run) race(t *rapid.T) {
 	if w := r.waitOn; r.waiting != nil && r.running(w) {
@@ -120,10 +122,28 @@ func (r *run) reclaimInTx(t *rapid.T) {
 		}
 	}
 	if len(owners) == 0 {
-		t.Skip("no expired row with a stale owner to wait on it")
+		r.expireForRace(t)
+		return
 	}
 	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) && !owners[w] }))
 	r.exec(model.Op{Kind: model.Begin, Worker: w}, func() model.Outcome { return r.runClaim(w, model.Begin) })
+}
+
+// expireForRace expires the live lease of a committed claim whose owner
+// runs, outside a transaction, and so could later wait on the reclaim: the
+// race's first step after a claim. It skips when there is none.
+func (r *run) expireForRace(t *rapid.T) {
+	s := r.model()
+	var cands []string
+	for _, c := range s.Claims {
+		if i := rowIndex(s, c.Event); i >= 0 && s.Rows[i].Status == model.InProgress && s.Rows[i].Gen == c.Gen &&
+			s.Rows[i].LeaseLive && s.Rows[i].LockedBy == "" && r.running(c.Worker) && !r.inTx(c.Worker) &&
+			!slices.Contains(cands, c.Event) {
+			cands = append(cands, c.Event)
+		}
+	}
+	e := pick(t, "event", cands)
+	r.exec(model.Op{Kind: model.Expire, Event: e}, func() model.Outcome { return r.runFixture(model.Expire, e) })
 }
 
 // busy reports whether w has a waiting statement outstanding: it can take
