@@ -181,6 +181,7 @@ func (r *run) startWait(op model.Op, on string) model.Outcome {
 		r.waiting, r.waitOn = &op, on
 		r.h.waiter = op.Worker
 		out := model.Outcome{Kind: model.Waiting, On: on}
+		r.traceOutcome(out, nil)
 		r.log(fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, out)))
 		r.countCoverage(op, out)
 		return out
@@ -196,9 +197,10 @@ func (r *run) startWait(op model.Op, on string) model.Outcome {
 // the rows are read once, after both.
 func (r *run) finishWait(next []model.State) {
 	op := *r.waiting
-	defer r.traceBegin(op)() // the report shows the wait's end as a step of its own
+	r.traceStates(next, nil) // the holder's step, in the report: the model after it
 	r.waiting, r.waitOn, r.h.waiter = nil, "", ""
 	r.states = next
+	defer r.traceBegin(op)() // the report shows the wait's end as a step of its own
 	r.waitEnded = next[0].View(r.hasGen())
 	var resp worker.Response
 	var err error
