@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/outboxlab/sut"
+)
+
+// Latency is one measurement of the claim: its round trips from one or
+// more connections for a bounded time.
+type Latency struct {
+	Connections int     `json:"connections"`
+	Claims      int     `json:"claims"`       // claim transactions timed
+	Empty       int     `json:"empty"`        // of which claimed nothing (all eligible rows locked)
+	P50US       float64 `json:"p50_us"`       // median claim transaction
+	P99US       float64 `json:"p99_us"`       // 99th percentile
+	ClaimsPerS  float64 `json:"claims_per_s"` // claim transactions per second, all connections
+}
+
+// claimRolledBack runs the claim in a transaction that it rolls back: the
+// claimed rows stay eligible, so the backlog keeps its mix however many
+// claims are timed. The cost counted is BEGIN, the claim's statements and
+// ROLLBACK, three round trips for a one-statement claim: exactly what the
+// pgbench script runs (see pgbench.go). Each rolled-back update still
+// leaves a dead row version, which the server prunes as it goes.
+func claimRolledBack(ctx context.Context, conn *pgx.Conn, stmts *sut.Statements, worker string) (rows int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	claimed, err := stmts.ClaimRows(ctx, tx, worker)
+	if rerr := tx.Rollback(ctx); err == nil {
+		err = rerr
+	}
+	return len(claimed), err
+}
+
+// measureClaims times rolled-back claims from conns connections for at
+// least d and at least minClaims claims on the first connection.
+func measureClaims(ctx context.Context, inst *sut.Instance, conns int, d time.Duration, minClaims int) (Latency, error) {
+	var cs []*pgx.Conn
+	defer func() {
+		for _, c := range cs {
+			closeConn(c)
+		}
+	}()
+	for range conns {
+		c, err := sut.Connect(ctx, inst.ConnString, inst.Statements.Schema)
+		if err != nil {
+			return Latency{}, fmt.Errorf("connect: %w", err)
+		}
+		cs = append(cs, c)
+		// One untimed claim: the statement prepared, the plan cached.
+		if _, err := claimRolledBack(ctx, c, inst.Statements, "b1"); err != nil {
+			return Latency{}, fmt.Errorf("warm-up claim: %w", err)
+		}
+	}
+	samples := make([][]time.Duration, conns)
+	empty := make([]int, conns)
+	errs := make([]error, conns)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() {
+			worker := fmt.Sprintf("b%d", i+1)
+			for ctx.Err() == nil && (time.Since(start) < d || i == 0 && len(samples[0]) < minClaims) {
+				t0 := time.Now()
+				n, err := claimRolledBack(ctx, c, inst.Statements, worker)
+				if err != nil {
+					errs[i] = fmt.Errorf("claim as %s: %w", worker, err)
+					cancel()
+					return
+				}
+				samples[i] = append(samples[i], time.Since(t0))
+				if n == 0 {
+					empty[i]++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return Latency{}, err
+	}
+	all := slices.Concat(samples...)
+	l := Latency{Connections: conns, Claims: len(all), Empty: sumInts(empty),
+		P50US: us(percentile(all, 0.50)), P99US: us(percentile(all, 0.99)),
+		ClaimsPerS: math.Round(float64(len(all))/wall.Seconds()*10) / 10}
+	if l.Empty == l.Claims {
+		return l, errNothingEligible
+	}
+	return l, nil
+}
+
+// errNothingEligible: every claim timed came back empty, so the figures are
+// of a claim that finds nothing, not of one that takes a row.
+var errNothingEligible = errors.New("every claim came back empty: the backlog has nothing eligible")
+
+// percentile by the nearest rank; 0 for no samples.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(math.Ceil(p*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func sumInts(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
