@@ -97,7 +97,7 @@ func runPgbench(ctx context.Context, inst *sut.Instance, d time.Duration) (Pgben
 	if err != nil {
 		return Pgbench{}, err
 	}
-	dir, cleanup, err := reapedTempDir("outboxlab-pgbench-")
+	dir, cleanup, err := reapedTempDir(fmt.Sprintf("outboxlab-pgbench-%d-", os.Getpid()))
 	if err != nil {
 		return Pgbench{}, err
 	}

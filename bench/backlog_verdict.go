@@ -74,7 +74,7 @@ func stripAliases(keys []string) []string {
 // prints it.
 // The column may come qualified by its alias (a claim of several
 // relations), which the index does not want.
-var equality = regexp.MustCompile(`^\(?(?:[a-z_][a-z0-9_]*\.)?([a-z_][a-z0-9_]*) = ('(?:[^']|'')*')::[a-z ]+\)?$`)
+var equality = regexp.MustCompile(`^\(?(?:[a-z_][a-z0-9_]*\.)?([a-z_][a-z0-9_]*) = ('(?:[^']|'')*')::[a-z_ ]+\)?$`)
 
 // immutablePredicate is the strongest predicate made of column = constant
 // tests that the filter implies: the conjuncts of an AND, or, for an OR,
