@@ -181,21 +181,21 @@ func sizeOf(ctx context.Context, srv *pgserver.Server, proto *sut.Protocol, n in
 	}
 	s.Plan.Verdict, s.Plan.SuggestedIndex = verdict(ctx, inst, n, s.Plan)
 	for _, conns := range opt.Connections {
-		say(fmt.Sprintf("claims from %d connection(s) for %v", conns, opt.For))
-		l, err := measureClaims(ctx, inst, conns, opt.For, map[bool]int{true: opt.MinClaims}[conns == 1])
+		var l Latency
+		var err error
+		if conns == 1 && opt.Pgbench {
+			say(fmt.Sprintf("claims from 1 connection for %v, alternating with pgbench's", opt.For))
+			var pb Pgbench
+			l, pb, err = compareWithPgbench(ctx, inst, opt.For, opt.MinClaims)
+			s.Pgbench = &pb
+		} else {
+			say(fmt.Sprintf("claims from %d connection(s) for %v", conns, opt.For))
+			l, err = measureClaims(ctx, inst, conns, opt.For, map[bool]int{true: opt.MinClaims}[conns == 1])
+		}
 		if err != nil {
 			return s, nil, err
 		}
 		s.Latency = append(s.Latency, l)
-		if conns == 1 && opt.Pgbench {
-			say("the same claim by pgbench")
-			pb, err := runPgbench(ctx, inst, opt.For)
-			if err != nil {
-				return s, nil, err
-			}
-			pb.P50Ratio, pb.ThroughputRatio = round(l.P50US/pb.P50US), round(l.ClaimsPerS/pb.TPS)
-			s.Pgbench = &pb
-		}
 	}
 	if largest && opt.ChurnFor > 0 {
 		say(fmt.Sprintf("churn for %v from %d connections", opt.ChurnFor, opt.ChurnConnections))

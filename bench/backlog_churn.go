@@ -25,6 +25,7 @@ type Churn struct {
 	Naptime     string  `json:"autovacuum_naptime"` // how often autovacuum looks at a database
 	Before      Tables  `json:"before"`
 	After       Tables  `json:"after"`
+	AfterVacuum Tables  `json:"after_vacuum"` // and then a manual VACUUM (ANALYZE)
 }
 
 // Tables are the protocol's tables as the statistics collector and the
@@ -105,6 +106,14 @@ func churn(ctx context.Context, inst *sut.Instance, events, conns int, d, sample
 	c.CyclesPerS = math.Round(float64(c.Cycles)/elapsed.Seconds()*10) / 10
 	if c.After, err = readTables(ctx, inst, sample); err != nil {
 		return c, fmt.Errorf("after: %w", err)
+	}
+	// A manual VACUUM then tells the dead versions' share of the slowdown
+	// from the table's growth.
+	if err := vacuumAnalyze(ctx, inst, tables); err != nil {
+		return c, err
+	}
+	if c.AfterVacuum, err = readTables(ctx, inst, sample); err != nil {
+		return c, fmt.Errorf("after vacuum: %w", err)
 	}
 	return c, nil
 }

@@ -47,6 +47,35 @@ func claimRolledBack(ctx context.Context, conn *pgx.Conn, stmts *sut.Statements,
 // measureClaims times rolled-back claims from conns connections for at
 // least d and at least minClaims claims on the first connection.
 func measureClaims(ctx context.Context, inst *sut.Instance, conns int, d time.Duration, minClaims int) (Latency, error) {
+	r, err := timeClaims(ctx, inst, conns, d, minClaims)
+	if err != nil {
+		return Latency{}, err
+	}
+	return r.latency(conns)
+}
+
+// claimRun is what a run of timed claims saw.
+type claimRun struct {
+	samples []time.Duration
+	empty   int
+	wall    time.Duration
+}
+
+func (r *claimRun) add(o claimRun) {
+	r.samples, r.empty, r.wall = append(r.samples, o.samples...), r.empty+o.empty, r.wall+o.wall
+}
+
+func (r claimRun) latency(conns int) (Latency, error) {
+	l := Latency{Connections: conns, Claims: len(r.samples), Empty: r.empty,
+		P50US: us(percentile(r.samples, 0.50)), P99US: us(percentile(r.samples, 0.99)),
+		ClaimsPerS: math.Round(float64(len(r.samples))/r.wall.Seconds()*10) / 10}
+	if l.Empty == l.Claims {
+		return l, errNothingEligible
+	}
+	return l, nil
+}
+
+func timeClaims(ctx context.Context, inst *sut.Instance, conns int, d time.Duration, minClaims int) (claimRun, error) {
 	var cs []*pgx.Conn
 	defer func() {
 		for _, c := range cs {
@@ -56,12 +85,12 @@ func measureClaims(ctx context.Context, inst *sut.Instance, conns int, d time.Du
 	for range conns {
 		c, err := sut.Connect(ctx, inst.ConnString, inst.Statements.Schema)
 		if err != nil {
-			return Latency{}, fmt.Errorf("connect: %w", err)
+			return claimRun{}, fmt.Errorf("connect: %w", err)
 		}
 		cs = append(cs, c)
 		// One untimed claim: the statement prepared, the plan cached.
 		if _, err := claimRolledBack(ctx, c, inst.Statements, "b1"); err != nil {
-			return Latency{}, fmt.Errorf("warm-up claim: %w", err)
+			return claimRun{}, fmt.Errorf("warm-up claim: %w", err)
 		}
 	}
 	samples := make([][]time.Duration, conns)
@@ -92,16 +121,9 @@ func measureClaims(ctx context.Context, inst *sut.Instance, conns int, d time.Du
 	wg.Wait()
 	wall := time.Since(start)
 	if err := errors.Join(errs...); err != nil {
-		return Latency{}, err
+		return claimRun{}, err
 	}
-	all := slices.Concat(samples...)
-	l := Latency{Connections: conns, Claims: len(all), Empty: sumInts(empty),
-		P50US: us(percentile(all, 0.50)), P99US: us(percentile(all, 0.99)),
-		ClaimsPerS: math.Round(float64(len(all))/wall.Seconds()*10) / 10}
-	if l.Empty == l.Claims {
-		return l, errNothingEligible
-	}
-	return l, nil
+	return claimRun{samples: slices.Concat(samples...), empty: sumInts(empty), wall: wall}, nil
 }
 
 // errNothingEligible: every claim timed came back empty, so the figures are

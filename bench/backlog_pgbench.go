@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,7 +27,8 @@ import (
 type Pgbench struct {
 	Transactions int     `json:"transactions"`
 	P50US        float64 `json:"p50_us"`
-	TPS          float64 `json:"tps"`
+	TPS          float64 `json:"tps"`    // transactions over the runs' -T seconds
+	Rounds       int     `json:"rounds"` // runs, alternating with the bench's own`
 	// P50Ratio is the bench's p50 over pgbench's, ThroughputRatio the
 	// bench's claims per second over pgbench's: 1.1 and 0.91 are 10%.
 	P50Ratio        float64 `json:"p50_ratio"`
@@ -84,27 +86,32 @@ func isExecutable(p string) bool {
 	return err == nil && fi.Mode()&0o111 != 0
 }
 
-var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+// pgbenchRun is what pgbench's runs of the claim saw.
+type pgbenchRun struct {
+	latencies []time.Duration
+	seconds   int // the runs' -T, summed
+}
 
-// runPgbench runs the claim with pgbench from one client for d, against
-// the protocol's schema, and reads each transaction's latency from its log.
-func runPgbench(ctx context.Context, inst *sut.Instance, d time.Duration) (Pgbench, error) {
+// runPgbench runs the claim with pgbench from one client for d (whole
+// seconds, at least one: pgbench's -T), against the protocol's schema, and
+// reads each transaction's latency from its log.
+func runPgbench(ctx context.Context, inst *sut.Instance, d time.Duration) (pgbenchRun, error) {
 	bin, err := findPgbench()
 	if err != nil {
-		return Pgbench{}, err
+		return pgbenchRun{}, err
 	}
 	cfg, err := pgconn.ParseConfig(inst.ConnString)
 	if err != nil {
-		return Pgbench{}, err
+		return pgbenchRun{}, err
 	}
 	dir, cleanup, err := reapedTempDir(fmt.Sprintf("outboxlab-pgbench-%d-", os.Getpid()))
 	if err != nil {
-		return Pgbench{}, err
+		return pgbenchRun{}, err
 	}
 	defer cleanup()
 	script := filepath.Join(dir, "claim.sql")
 	if err := os.WriteFile(script, []byte(pgbenchScript(inst.Statements.Stmts[sut.Claim])), 0o644); err != nil {
-		return Pgbench{}, err
+		return pgbenchRun{}, err
 	}
 	secs := max(1, int(math.Round(d.Seconds())))
 	cmd := exec.CommandContext(ctx, bin, "-n", "-M", "prepared", "-c", "1", "-j", "1",
@@ -116,24 +123,13 @@ func runPgbench(ctx context.Context, inst *sut.Instance, d time.Duration) (Pgben
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := runDyingWithUs(cmd); err != nil {
-		return Pgbench{}, fmt.Errorf("pgbench: %w\n%s", err, lastLines(out.String(), 5))
+		return pgbenchRun{}, fmt.Errorf("pgbench: %w\n%s", err, lastLines(out.String(), 5))
 	}
-	m := tpsLine.FindStringSubmatch(out.String())
-	if m == nil {
-		return Pgbench{}, fmt.Errorf("pgbench printed no tps:\n%s", lastLines(out.String(), 5))
-	}
-	r := Pgbench{}
-	r.TPS, _ = strconv.ParseFloat(m[1], 64)
-	r.TPS = math.Round(r.TPS*10) / 10
 	lat, err := pgbenchLatencies(dir)
-	if err != nil {
-		return r, err
+	if err == nil && len(lat) == 0 {
+		err = fmt.Errorf("pgbench ran no transaction:\n%s", lastLines(out.String(), 5))
 	}
-	r.Transactions, r.P50US = len(lat), us(percentile(lat, 0.5))
-	if r.Transactions == 0 {
-		return r, fmt.Errorf("pgbench ran no transaction:\n%s", lastLines(out.String(), 5))
-	}
-	return r, nil
+	return pgbenchRun{latencies: lat, seconds: secs}, err
 }
 
 // pgbenchLatencies reads the per-transaction log: the third field is the
@@ -161,17 +157,38 @@ func pgbenchLatencies(dir string) ([]time.Duration, error) {
 	return out, nil
 }
 
-// runDyingWithUs runs cmd to its end on an OS thread of its own, so that
-// Pdeathsig (sent when the thread that started the child ends) kills
-// pgbench only if this process dies.
+// runDyingWithUs runs cmd to its end; the child gets SIGKILL if this
+// process dies (Pdeathsig). Pdeathsig fires when the OS thread that
+// started the child ends, not the process: so every child is started by
+// one goroutine locked to a thread of its own that never ends. (A locked
+// goroutine that returns ends its thread, and any child that thread had
+// started, such as the harness's PostgreSQL, would be killed with it.)
 func runDyingWithUs(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		done <- cmd.Run()
-	}()
-	return <-done
+	spawnerOnce.Do(func() { go spawner() })
+	reply := make(chan error, 1)
+	spawns <- spawnRequest{cmd, reply}
+	if err := <-reply; err != nil {
+		return err
+	}
+	return cmd.Wait()
+}
+
+type spawnRequest struct {
+	cmd   *exec.Cmd
+	reply chan error
+}
+
+var (
+	spawnerOnce sync.Once
+	spawns      = make(chan spawnRequest)
+)
+
+func spawner() {
+	runtime.LockOSThread() // for good: this thread must outlive its children
+	for r := range spawns {
+		r.reply <- r.cmd.Start()
+	}
 }
 
 // reapedTempDir makes a temporary directory that goes even if this
