@@ -76,11 +76,15 @@ func runBacklog(args []string, stdout, stderr io.Writer) int {
 	}
 	// An interrupt cancels the run, and its deferred cleanup drops the
 	// schema it was measuring in (a SIGKILL leaves that to the next run).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, time.Hour)
+	ctx, cancel := context.WithTimeout(interrupted, time.Hour)
 	defer cancel()
 	result, err := bench.RunBacklog(ctx, srv, protocols, opt, stderr)
+	if interrupted.Err() != nil {
+		fmt.Fprintln(stderr, "outboxlab bench: interrupted; the schema it was measuring in is dropped")
+		return exitBad
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "outboxlab bench:", err)
 		return exitBad
