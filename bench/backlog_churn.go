@@ -26,6 +26,10 @@ type Churn struct {
 	Before      Tables  `json:"before"`
 	After       Tables  `json:"after"`
 	AfterVacuum Tables  `json:"after_vacuum"` // and then a manual VACUUM (ANALYZE)
+	// The mix and the claim's plan at the end, after the VACUUM.
+	AfterMix         Mix    `json:"after_mix"`
+	AfterPlanRemoved int    `json:"after_rows_removed"`
+	AfterKeyLine     string `json:"after_key_line"`
 }
 
 // Tables are the protocol's tables as the statistics collector and the
@@ -115,6 +119,17 @@ func churn(ctx context.Context, inst *sut.Instance, events, conns int, d, sample
 	if c.AfterVacuum, err = readTables(ctx, inst, sample); err != nil {
 		return c, fmt.Errorf("after vacuum: %w", err)
 	}
+	// The plan says what the claim now walks past (the timings alone
+	// cannot tell the table's change from the machine's noise).
+	mix, err := readMix(ctx, inst)
+	if err != nil {
+		return c, err
+	}
+	plan, err := explainClaim(ctx, inst, tables, mix.NotSent())
+	if err != nil {
+		return c, err
+	}
+	c.AfterMix, c.AfterPlanRemoved, c.AfterKeyLine = mix, plan.Removed, plan.KeyLine
 	return c, nil
 }
 

@@ -87,8 +87,10 @@ type mixer struct {
 }
 
 // mixers are the table shapes the backlog knows: the article's outbox_lab
-// (leased and its variants) and two library shapes whose claims are planned
-// differently (Oban's state index, pgmq's queue table without its archive).
+// (leased and its variants) and three library shapes whose claims are
+// planned differently (Oban's state index, River's table as the library
+// file adapts it, without River's fetch index, and pgmq's queue table
+// without its archive).
 var mixers = []mixer{
 	{table: "outbox_lab", key: "id", needs: []string{"outbox_lab"}, sql: []string{`
 UPDATE outbox_lab AS o SET
@@ -111,6 +113,16 @@ UPDATE oban_jobs AS o SET
     scheduled_at = CASE b.c WHEN 'waiting' THEN timezone('UTC', now()) + interval '1 hour'
                             ELSE o.scheduled_at END
 FROM backlog_class AS b WHERE o.id = b.k AND b.c <> 'ready'`}},
+	{table: "river_job", key: "id", needs: []string{"river_job"}, sql: []string{`
+UPDATE river_job AS j SET
+    state = CASE b.c WHEN 'sent' THEN 'completed' WHEN 'waiting' THEN 'retryable'
+                     ELSE 'running' END::river_job_state,
+    attempt = 1,
+    attempted_by = ARRAY['backlog'],
+    attempted_at = CASE b.c WHEN 'expired' THEN now() - interval '2 hours' ELSE now() END,
+    finalized_at = CASE b.c WHEN 'sent' THEN now() END,
+    scheduled_at = CASE b.c WHEN 'waiting' THEN now() + interval '1 hour' ELSE j.scheduled_at END
+FROM backlog_class AS b WHERE j.id = b.k AND b.c <> 'ready'`}},
 	// pgmq archives a sent message: it leaves q_outbox for a_outbox.
 	{table: "q_outbox", key: "msg_id", needs: []string{"q_outbox", "a_outbox", "outboxlab_backoff"}, sql: []string{`
 INSERT INTO a_outbox (msg_id, vt, read_ct, enqueued_at, message, headers)

@@ -121,7 +121,7 @@ func checkFigures(t *testing.T, p ProtocolBacklog) {
 func TestMixReadsBack(t *testing.T) {
 	srv := server(t)
 	const n = 1_000
-	for _, arg := range []string{"leased", "../testdata/libraries/oban.sql", "../testdata/libraries/pgmq.sql"} {
+	for _, arg := range []string{"leased", "../testdata/libraries/oban.sql", "../testdata/libraries/river.sql", "../testdata/libraries/pgmq.sql"} {
 		inst, m := loadMixed(t, srv, arg, n, nil)
 		got, err := readMix(context.Background(), inst)
 		if err == nil {

@@ -146,6 +146,7 @@ func printBacklog(w io.Writer, b bench.Backlog) {
 			fmt.Fprintf(w, "  before: n_dead_tup %d, %d bytes, claim p50 %.0f us\n", c.Before.DeadTuples, c.Before.Bytes, c.Before.ClaimP50US)
 			fmt.Fprintf(w, "  after:  n_dead_tup %d, %d bytes, claim p50 %.0f us, %d autovacuum run(s)\n", c.After.DeadTuples, c.After.Bytes, c.After.ClaimP50US, c.After.AutovacuumRuns-c.Before.AutovacuumRuns)
 			fmt.Fprintf(w, "  after a VACUUM: n_dead_tup %d, %d bytes, claim p50 %.0f us\n", c.AfterVacuum.DeadTuples, c.AfterVacuum.Bytes, c.AfterVacuum.ClaimP50US)
+			fmt.Fprintf(w, "  plan then: %s\n", c.AfterKeyLine)
 		}
 	}
 }

@@ -44,6 +44,7 @@ func TestBacklogJSON(t *testing.T) {
 			}
 			Churn *struct {
 				Cycles        int
+				AfterKeyLine  string `json:"after_key_line"`
 				Before, After struct {
 					DeadTuples *int64 `json:"n_dead_tup"`
 					Bytes      int64  `json:"total_bytes"`
@@ -75,7 +76,7 @@ func TestBacklogJSON(t *testing.T) {
 			t.Errorf("at %d: pgbench %+v", s.Events, s.Pgbench)
 		}
 	}
-	if c := p.Churn; c == nil || c.Cycles == 0 || c.Before.DeadTuples == nil || c.After.Bytes == 0 {
+	if c := p.Churn; c == nil || c.Cycles == 0 || c.Before.DeadTuples == nil || c.After.Bytes == 0 || c.AfterKeyLine == "" {
 		t.Errorf("churn %+v", p.Churn)
 	}
 	if got.Machine["postgres"] == nil {
@@ -96,7 +97,7 @@ func TestBacklogBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"no-such-protocol"}, `protocol "no-such-protocol": not a built-in`},
-		{[]string{"../../testdata/libraries/river.sql"}, "../../testdata/libraries/river.sql: no backlog mix for its tables (river_job)"},
+		{[]string{"../../testdata/libraries/pg-boss.sql"}, "../../testdata/libraries/pg-boss.sql: no backlog mix for its tables (job)"},
 		{[]string{"--sizes", "1e3,lots"}, `--sizes: "lots" is not a whole number of events`},
 		{[]string{"--sizes", "100"}, "--sizes: 100 events: a backlog has from 200 events"},
 		{[]string{"--sizes", "1e4,1e3"}, "--sizes: 1e3 after 10000: sizes go in ascending order"},
