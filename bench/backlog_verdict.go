@@ -18,12 +18,12 @@ func verdict(ctx context.Context, inst *sut.Instance, events int, p Plan) (text,
 			events, scan.short(), p.Removed, p.NotSent), ""
 	}
 	suggestion = suggestIndex(ctx, inst, scan)
-	why := "to find its first eligible one, more than the %d that are not SENT: it reads the SENT rows ahead of the eligible ones, and every sent event makes the next claim slower"
+	why := " to find its first eligible one, more than the %d that are not SENT: it reads the SENT rows ahead of the eligible ones, and every sent event makes the next claim slower"
 	if !strings.HasPrefix(scan.NodeType, "Index") {
 		// A sequential or bitmap scan reads every candidate, then sorts.
-		why = "more than the %d that are not SENT: it reads the whole sent history on every claim and sorts what is left"
+		why = ", more than the %d that are not SENT: it reads the whole sent history on every claim and sorts what is left"
 	}
-	text = fmt.Sprintf("grows with the table: at %d events the claim's %s threw away %d rows "+why,
+	text = fmt.Sprintf("grows with the table: at %d events the claim's %s threw away %d rows"+why,
 		events, scan.short(), p.Removed, p.NotSent)
 	if suggestion != "" {
 		text += "; an index that keeps it flat holds only the rows a claim may take, in the claim's order: " + suggestion
