@@ -52,15 +52,17 @@ func resolve(t *testing.T, arg string) *sut.Protocol {
 // every SENT row ahead of the first eligible one: flagged at every size,
 // with the partial index that testdata/backlog/leased_partial_index.sql
 // adds suggested. That variant (the "mutant" the rule must not flag) is
-// flat: its claim throws away no more than the unsent rows.
+// flat: its claim throws away no more than the unsent rows. River's
+// adapted table shows the other way to read the history: a Seq Scan.
 func TestBacklogVerdict(t *testing.T) {
 	srv := server(t)
 	before := ourSchemas(t, srv)
-	got, err := RunBacklog(context.Background(), srv, []*sut.Protocol{resolve(t, "leased"), resolve(t, partialIndexFile)}, quickBacklog(), testWriter{t})
+	protocols := []*sut.Protocol{resolve(t, "leased"), resolve(t, partialIndexFile), resolve(t, "../testdata/libraries/river.sql")}
+	got, err := RunBacklog(context.Background(), srv, protocols, quickBacklog(), testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}
-	leased, partial := got.Protocols[0], got.Protocols[1]
+	leased, partial, river := got.Protocols[0], got.Protocols[1], got.Protocols[2]
 	for _, s := range leased.Sizes {
 		if !s.Plan.ReadsSent || s.Plan.Removed < s.Mix[classSent] {
 			t.Errorf("leased at %d: reads_sent %v, %d rows removed, want flagged with every one of the %d SENT rows removed\n%s",
@@ -82,6 +84,12 @@ func TestBacklogVerdict(t *testing.T) {
 	}
 	if partial.SuggestedIndex != "" || !strings.HasPrefix(partial.Verdict, "flat") {
 		t.Errorf("partial index: verdict %q, suggested %q, want flat and no suggestion", partial.Verdict, partial.SuggestedIndex)
+	}
+	// River's table as the library file adapts it has no fetch index: a
+	// sequential scan and a sort, and the index is built from the sort key.
+	const wantRiver = "CREATE INDEX ON river_job (priority, scheduled_at, id) WHERE state = 'available' AND queue = 'default'"
+	if last := river.Sizes[1].Plan; !river.ReadsSent || last.Scan.NodeType != "Seq Scan" || river.SuggestedIndex != wantRiver {
+		t.Errorf("river: reads_sent %v, %s, suggested %q, want a flagged Seq Scan and %q", river.ReadsSent, last.KeyLine, river.SuggestedIndex, wantRiver)
 	}
 	for _, p := range got.Protocols {
 		checkFigures(t, p)
