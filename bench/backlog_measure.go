@@ -35,33 +35,37 @@ type Latency struct {
 // which is the suite's: that one checks every row it reads (scanned into
 // nullable values, a scan plan per query) and sends a section's earlier
 // statements unprepared, which costs 50 to 200 µs a claim here, the price
-// of the suite's checks and not of the protocol's SQL. This counts the
-// rows and sends every statement prepared, as pgbench -M prepared does.
+// of the suite's checks and not of the protocol's SQL. This sends BEGIN,
+// every statement and ROLLBACK prepared and counts the rows, as pgbench -M
+// prepared does with the same script.
 func claimRolledBack(ctx context.Context, conn *pgx.Conn, stmts *sut.Statements, worker string) (rows int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
+	if _, err := conn.Exec(ctx, "BEGIN", pgx.QueryExecModeCacheStatement); err != nil {
 		return 0, err
 	}
-	defer tx.Rollback(ctx)
-	st := stmts.Stmts[sut.Claim]
+	rows, err = claimInTx(ctx, conn, stmts.Stmts[sut.Claim], worker)
+	// ROLLBACK also ends a transaction that a failed statement aborted.
+	if _, rerr := conn.Exec(ctx, "ROLLBACK", pgx.QueryExecModeCacheStatement); err == nil {
+		err = rerr
+	}
+	return rows, err
+}
+
+func claimInTx(ctx context.Context, conn *pgx.Conn, st sut.Stmt, worker string) (rows int, err error) {
 	for _, p := range st.Prelude {
-		if _, err := tx.Exec(ctx, p.SQL, claimArgs(p, worker)...); err != nil {
+		if _, err := conn.Exec(ctx, p.SQL, claimArgs(p, worker)...); err != nil {
 			return 0, err
 		}
 	}
-	res, err := tx.Query(ctx, st.SQL, claimArgs(st, worker)...)
+	res, err := conn.Query(ctx, st.SQL, claimArgs(st, worker)...)
 	if err != nil {
 		return 0, err
 	}
 	for res.Next() {
 		rows++
 	}
-	if err := res.Err(); err != nil {
-		return 0, err
-	}
-	return rows, tx.Rollback(ctx)
+	return rows, res.Err()
 }
 
 // claimArgs are a claim statement's arguments (it takes only @worker),
