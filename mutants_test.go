@@ -63,6 +63,9 @@ func TestMutantsCaught(t *testing.T) {
 				t.Errorf("the mutant %s was caught with %q, want one of its catch lines %q:\n%s",
 					m.name, r.rule, m.catch, strings.Join(r.program, "\n"))
 			}
+			if isRace(m) && r.caught {
+				checkRaceCatch(t, m, r)
+			}
 		})
 	}
 }
@@ -234,7 +237,13 @@ func measureProtocol(t *testing.T, m protocolFile, cfg machine.Config, seed *uin
 		setRapidFlag(t, "rapid.seed", fmt.Sprint(*seed))
 	}
 	h := harness(t, m.path, cfg)
-	c := search.On(h).Minimize(search.Measure(t.Name(), h, h.Check), shrinkBudget)
+	budget := shrinkBudget
+	if isRace(m) {
+		// A race's program has kills and open transactions, slow to
+		// replay on a loaded machine; its length is pinned (maxRaceSteps).
+		budget = 3 * shrinkBudget
+	}
+	c := search.On(h).Minimize(search.Measure(t.Name(), h, h.Check), budget)
 	if c.Caught && c.Failure == nil {
 		t.Fatalf("the state machine failed without a violation (a harness error):\n%s", c.Report)
 	}

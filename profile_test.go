@@ -40,7 +40,7 @@ func TestProfiles(t *testing.T) {
 		t.Run(tc.protocol, func(t *testing.T) {
 			t.Parallel()
 			h := harness(t, tc.protocol, catalogueConfig())
-			p := search.On(h).Profile(t.Name(), shrinkBudget)
+			p := search.On(h).Profile(t.Name(), profileShrink) // verdicts, not counterexamples
 			if p.Stopped != nil {
 				t.Fatalf("the profile stopped at %v:\n%v", p.Stopped.Failure, p.Stopped.Program)
 			}

@@ -29,6 +29,12 @@ type Figures struct {
 	// runs ("1", "2"), each run in a schema of its own.
 	ChecksPerS map[string]float64 `json:"checks_per_s"`
 	Machine    Machine            `json:"machine"`
+	// The concurrent mode (check --concurrent) on leased: its driver's
+	// operations per second unchecked, the same statements from plain pgx
+	// connections, and porcupine's time per 1000 operations (concurrent.go).
+	ConcurrentOpsPerS   float64 `json:"concurrent_ops_per_s"`
+	RawOpsPerS          float64 `json:"raw_ops_per_s"`
+	LinearizeMSPer1kOps float64 `json:"linearize_ms_per_1k_ops"`
 }
 
 // Options is a run's budget: the command's full run and the test's quick
@@ -42,6 +48,9 @@ type Options struct {
 	ThroughputFor time.Duration // per parallelism
 	Parallel      []int         // parallel runs for checks_per_s
 	Config        machine.Config
+	// ConcurrentHistories is how many histories each concurrent figure
+	// runs.
+	ConcurrentHistories int
 }
 
 // Full is the budget of `outboxlab bench`: about 75 seconds, most of it
@@ -49,7 +58,7 @@ type Options struct {
 func Full() Options {
 	return Options{Samples: 2000, SchemaSamples: 200, KillSamples: 30, Checks: 200,
 		Seeds: []uint64{1, 2, 3, 4, 5}, ThroughputFor: 5 * time.Second, Parallel: []int{1, 2},
-		Config: Config()}
+		Config: Config(), ConcurrentHistories: 30}
 }
 
 // Quick runs every code path once or a few times: a test that the figures
@@ -57,7 +66,7 @@ func Full() Options {
 func Quick() Options {
 	return Options{Samples: 5, SchemaSamples: 2, KillSamples: 1, Checks: 2,
 		Seeds: []uint64{1}, ThroughputFor: 100 * time.Millisecond, Parallel: []int{1, 2},
-		Config: Config()}
+		Config: Config(), ConcurrentHistories: 1}
 }
 
 // Config is the CI configuration without faults: a fault's cost is the
@@ -102,6 +111,7 @@ func (f Figures) Targets() []Target {
 		{"sql_share", f.SQLShare, ">= 0.7", f.SQLShare >= 0.7},
 		{"schema_reset_us / reset_us", ratio, ">= 10", ratio >= 10},
 		{"baseline_find_ms + baseline_shrink_ms", total, "< 2000", total < 2000},
+		{"concurrent_ops_per_s / raw_ops_per_s", f.ConcurrentOpsPerS / f.RawOpsPerS, ">= 0.5", f.ConcurrentOpsPerS >= 0.5*f.RawOpsPerS},
 	}
 }
 
@@ -112,7 +122,9 @@ func (f Figures) Finite() error {
 		"sql_floor_us": f.SQLFloorUS, "step_us": f.StepUS, "sql_share": f.SQLShare,
 		"reset_us": f.ResetUS, "schema_reset_us": f.SchemaResetUS,
 		"baseline_find_ms": f.BaselineFindMS, "baseline_shrink_ms": f.BaselineShrinkMS,
-		"kill_cycle_ms": f.KillCycleMS,
+		"kill_cycle_ms":        f.KillCycleMS,
+		"concurrent_ops_per_s": f.ConcurrentOpsPerS, "raw_ops_per_s": f.RawOpsPerS,
+		"linearize_ms_per_1k_ops": f.LinearizeMSPer1kOps,
 	} {
 		// baseline_shrink_ms is 0 when the first counterexample was minimal.
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v == 0 && name != "baseline_shrink_ms" {

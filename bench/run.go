@@ -17,7 +17,7 @@ func Run(ctx context.Context, srv *pgserver.Server, opt Options, progress io.Wri
 	r := &runner{ctx: ctx, srv: srv, opt: opt, progress: progress,
 		f: Figures{ChecksPerS: map[string]float64{}, Machine: Host(srv)}}
 	defer r.close()
-	err := firstError(r.install, r.sqlFigures, r.killCycle, r.stateMachine, r.baseline, r.throughput)
+	err := firstError(r.install, r.sqlFigures, r.killCycle, r.stateMachine, r.baseline, r.throughput, r.concurrent)
 	return r.f, err
 }
 
@@ -140,4 +140,12 @@ func (r *runner) throughput() error {
 		}
 	}
 	return nil
+}
+
+func (r *runner) concurrent() error {
+	return r.step(fmt.Sprintf("concurrent mode, %d histories of leased, unchecked, raw and checked", r.opt.ConcurrentHistories), func() error {
+		c, err := Concurrent(r.srv, r.leased[0], r.opt.ConcurrentHistories)
+		r.f.ConcurrentOpsPerS, r.f.RawOpsPerS, r.f.LinearizeMSPer1kOps = c.OpsPerS, c.RawOpsPerS, c.LinearizeMS
+		return err
+	})
 }

@@ -36,11 +36,15 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		ActReplyLost:     func(t *rapid.T) { r.networkFault(t, true) },
 		ActDBRestart:     r.dbRestart,
 		ActRescue:        r.rescue,
+		ActRace:          r.race,
 	}
 	hasRenew := r.h.Inst.Proto.Has("renew")
 	out := map[string]func(*rapid.T){"": func(*rapid.T) {}}
 	for name, act := range all {
 		if !r.h.Cfg.enabled(name) {
+			continue
+		}
+		if name == ActRace && r.h.Cfg.NoWaitingSteps {
 			continue
 		}
 		if !hasRenew && (name == ActRenew || name == ActStaleRenew) {
@@ -82,10 +86,12 @@ func (r *run) inTx(w string) bool {
 	return false
 }
 
+// workersWhere lists the workers for which ok holds, but never one whose
+// step waits (see wait.go): it takes no other step until the wait ends.
 func (r *run) workersWhere(ok func(string) bool) []string {
 	var out []string
 	for _, w := range r.workers {
-		if ok(w) {
+		if ok(w) && !r.busy(w) {
 			out = append(out, w)
 		}
 	}
@@ -126,7 +132,7 @@ func (r *run) outcome(t *rapid.T, kind model.Kind, stale bool) {
 	var cands []model.Claim
 	for _, c := range s.Claims {
 		op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen}
-		if s.IsCurrent(c) == stale || !r.running(c.Worker) || r.inTx(c.Worker) || r.blocks(op) {
+		if s.IsCurrent(c) == stale || !r.running(c.Worker) || r.inTx(c.Worker) || r.busy(c.Worker) || r.blocks(op) && r.waitsOn(op) == "" {
 			continue
 		}
 		cands = append(cands, c)

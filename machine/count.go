@@ -11,6 +11,10 @@ import (
 func (r *run) countCoverage(op model.Op, got model.Outcome) {
 	s := r.model()
 	cov := &r.h.Coverage
+	if got.Kind == model.Waiting {
+		cov.add(CovWaitingStep) // its outcome is counted when the wait ends
+		return
+	}
 	switch op.Kind {
 	case model.ClaimOp, model.Begin:
 		if got.Kind == model.Claimed {

@@ -36,6 +36,10 @@ const (
 	CovDead               = "dead"                 // an event went DEAD
 	CovLateOutcomeLenient = "late_outcome_lenient" // an expired owner's outcome before anyone took the row
 	CovDeletedOnComplete  = "deleted_on_complete"  // a complete deleted its row
+	// CovWaitingStep: a complete, retry or renew waited on another
+	// worker's open claim transaction (wait.go). Never required: a strict
+	// protocol's guard sees the expired lease and never waits.
+	CovWaitingStep = "waiting_step"
 )
 
 // BaseClasses must all be non-zero after a default-budget run of a correct

@@ -8,7 +8,7 @@ import (
 )
 
 // drain ends every check: everyone resumed or respawned, open transactions
-// rolled back, every lease expired, a rescue (when the protocol has one),
+// rolled back (or, one a step waits on, committed), every lease expired, a rescue (when the protocol has one),
 // every row due, then claim and complete until nothing is claimable. Every
 // event must end SENT, or DEAD once its attempt budget is spent (the model
 // allows DEAD only then): this is what catches a row stranded by a dead
@@ -24,7 +24,14 @@ func (r *run) drain() {
 			r.exec(model.Op{Kind: model.Resume, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Resume) })
 		}
 		if r.inTx(w) {
-			r.exec(model.Op{Kind: model.Rollback, Worker: w}, func() model.Outcome { return r.runEndTx(w, model.Rollback) })
+			// A transaction a step waits on commits: the waiting step is
+			// then judged against the claim it waited for, which is the
+			// race it stands for. Any other rolls back.
+			end := model.Rollback
+			if r.waiting != nil && r.waitOn == w {
+				end = model.Commit
+			}
+			r.exec(model.Op{Kind: end, Worker: w}, func() model.Outcome { return r.runEndTx(w, end) })
 		}
 	}
 	r.recoverAll()

@@ -123,6 +123,12 @@ func (r *run) request(w string, req worker.Request, op model.Op) (worker.Respons
 	var err error
 	r.h.timed(func() { resp, err = p.DoWatched(req, lockProbeInterval, r.h.waitsOnLock) })
 	r.h.pool.Used(w)
+	return r.answer(w, op, resp, err, faulted)
+}
+
+// answer sorts out what a worker's answer to op, or its error, means (see
+// request); faulted says whether a fault hit the step.
+func (r *run) answer(w string, op model.Op, resp worker.Response, err error, faulted bool) (worker.Response, bool) {
 	name := ruleName(op.Kind)
 	if errors.Is(err, worker.ErrBlocked) || errors.Is(err, worker.ErrHung) {
 		// Its late answer would be read as the next one's: it must go.
@@ -130,7 +136,7 @@ func (r *run) request(w string, req worker.Request, op model.Op) (worker.Respons
 		r.dead[w] = true
 		switch {
 		case errors.Is(err, worker.ErrBlocked):
-			r.fail(name+" blocked", fmt.Sprintf("%v waited on another transaction's row lock (claims must skip locked rows; the machine never sends an outcome to a locked row)", op))
+			r.fail(name+" blocked", fmt.Sprintf("%v waited on another transaction's row lock (claims must skip locked rows; the machine sends an outcome to a locked row only as a waiting step)", op))
 		case faulted:
 			// A cut connection the worker never noticed: as a kill, its
 			// transaction rolls back, and what it sent is unknown.

@@ -31,12 +31,16 @@ type Harness struct {
 	pool    *worker.Pool
 	program []string // the current check's program, one line a step
 	failure *Violation
+	trace   *recorder // set while Trace replays a program, nil otherwise
 	checks  int
 	steps   int
 	elapsed time.Duration
 	// sqlTime is the wall time spent waiting on PostgreSQL: worker
 	// statements (pipe included) and the harness's reads and fixtures.
 	sqlTime time.Duration
+	// waiter is the worker whose waiting step was still outstanding when
+	// its check ended (see wait.go), killed before the next one starts.
+	waiter string
 }
 
 // SQLTime is the time the checks so far spent waiting on PostgreSQL.
@@ -182,6 +186,12 @@ func (h *Harness) begin(t *rapid.T) *run {
 // preparePool makes every named worker a live, running process with no
 // open transaction, whatever the previous check left (see worker.Pool).
 func (h *Harness) preparePool(names []string) error {
+	if h.waiter != "" {
+		// A check that ended while a step waited: that worker's answer is
+		// still to come, and would be read as its reset's.
+		h.kill(h.waiter)
+		h.waiter = ""
+	}
 	if h.Inst.Proto.Has(sut.Rescue) {
 		names = append(slices.Clone(names), rescuer)
 	}

@@ -66,6 +66,9 @@ func ParseProgram(lines []string) (Program, error) {
 			setup = true
 		case trimmed == drainMarker:
 			drained = true
+		case strings.HasPrefix(trimmed, thenPrefix):
+			// A waiting step's end: the holder's step before it ends the
+			// wait again in a replay.
 		case isStepLine(line):
 			if !setup {
 				return p, fmt.Errorf("line %d: a step before the setup line", i+1)

@@ -142,11 +142,11 @@ func (r *run) canReplay(op model.Op) error {
 		if !slices.Contains(s.Claims, model.Claim{Worker: w, Event: op.Event, Gen: op.Gen}) {
 			return fmt.Errorf("%s never received that claim", w)
 		}
-		if !r.running(w) || r.inTx(w) || r.blocks(op) {
+		if !r.running(w) || r.inTx(w) || r.busy(w) || r.blocks(op) && r.waitsOn(op) == "" {
 			return fmt.Errorf("%s cannot run it now", w)
 		}
 	case model.Pause, model.Kill:
-		if !r.alive(w) || op.Kind == model.Pause && !r.running(w) || !r.othersRunning(w) {
+		if !r.alive(w) || op.Kind == model.Pause && !r.running(w) || !r.othersRunning(w) || r.busy(w) {
 			return fmt.Errorf("%s cannot be stopped now", w)
 		}
 	case model.Resume:

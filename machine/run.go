@@ -36,6 +36,12 @@ type run struct {
 	// is the fault's doing and not a blocked statement.
 	faultPending bool
 	fault        string // the armed fault's name, for the program line
+	// waiting is the step that waits on another worker's open claim
+	// transaction, if one does (at most one at a time); waitEnded the
+	// model's rows from which its end is checked (see finishWait).
+	waiting   *model.Op
+	waitOn    string
+	waitEnded []model.RowView
 }
 
 func (r *run) model() model.State { return r.states[0] }
@@ -43,6 +49,7 @@ func (r *run) model() model.State { return r.states[0] }
 func (r *run) hasGen() bool { return r.h.Inst.Statements.HasGen }
 
 func (r *run) log(line string) {
+	r.traceLine(line)
 	r.h.mu.Lock()
 	r.h.program = append(r.h.program, line)
 	r.h.mu.Unlock()
@@ -52,6 +59,7 @@ func (r *run) log(line string) {
 // the failure message, so rapid sees the same message on every replay
 // and can shrink.
 func (r *run) fail(rule, detail string) {
+	r.traceFail(rule, detail)
 	r.h.mu.Lock()
 	r.h.failure = &Violation{Rule: rule, Detail: detail}
 	r.h.program = append(r.h.program, "   ^ violation: "+detail)
@@ -62,6 +70,7 @@ func (r *run) fail(rule, detail string) {
 // exec runs one step: op against the real system (do), then the outcome
 // against the model, then the persisted rows against the model.
 func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
+	defer r.traceBegin(op)() // a step of the report's trace, when one is recorded
 	r.h.mu.Lock()
 	r.h.steps++
 	r.h.mu.Unlock()
@@ -70,7 +79,24 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 			r.t.Fatalf("harness: %v: %v", op, err) // a bug in the action, not the protocol
 		}
 	}
+	if on := r.waitsOn(op); on != "" {
+		return r.startWait(op, on)
+	}
 	got := do()
+	next, got := r.judge(op, got, fmt.Sprintf("%3d. ", r.stepNumber()))
+	if r.endsWait(op) {
+		r.finishWait(next)
+		return got
+	}
+	r.observe(op, got, next...)
+	return got
+}
+
+// judge holds what op returned, got, to the model: the states that allow
+// it, with got completed from the model (generations, for a protocol
+// without them). It logs the step's line, prefixed, and ends the check
+// when no state allows got.
+func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.State, model.Outcome) {
 	var next []model.State
 	var allowed []model.Transition
 	if got.Kind == model.Unknown {
@@ -94,7 +120,8 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 			r.claimIDs[model.Claim{Worker: op.Worker, Event: g.Event, Gen: g.Gen}] = r.claimedIDs[g.Event]
 		}
 	}
-	line := fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, got))
+	r.traceOutcome(got, allowed)
+	line := prefix + model.FormatStep(op, got)
 	if len(next) == 0 {
 		r.log(line + "   // model: " + outcomes(allowed))
 		if !r.hasGen() && got.Kind == model.Claimed {
@@ -117,8 +144,7 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 	}
 	r.log(line)
 	r.countCoverage(op, got)
-	r.observe(op, got, next...)
-	return got
+	return next, got
 }
 
 // idNote says, for an outcome sent with an id that is not its row's id in
@@ -177,6 +203,7 @@ func (r *run) readState(after model.Op) []sut.StateRow {
 	if err != nil {
 		r.t.Fatalf("harness: read state: %v", err)
 	}
+	r.traceRead(rows)
 	return rows
 }
 
@@ -196,14 +223,21 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 	}
 	rows := r.readState(op)
 	views := viewsOf(rows)
+	r.traceStates(next, views)
 	for _, row := range rows {
 		r.ids[row.Event] = row.ID
 	}
 	if err := model.CheckRows(views); err != nil {
 		r.fail(ruleOf(err.Error()), err.Error())
 	}
+	before := viewsOf(r.rows)
+	if r.waitEnded != nil {
+		// The rows before a waiting step's end are the model's after its
+		// holder's: the harness could not read them in between.
+		before, r.waitEnded = r.waitEnded, nil
+	}
 	if r.rows != nil {
-		if err := model.CheckChange(r.model().Policy, viewsOf(r.rows), views, op, got); err != nil {
+		if err := model.CheckChange(r.model().Policy, before, views, op, got); err != nil {
 			r.fail(ruleOf(err.Error()), err.Error())
 		}
 	}

@@ -62,6 +62,9 @@ func (o Outcome) String() string {
 		}
 		return "claimed " + strings.Join(parts, ", ")
 	}
+	if o.Kind == Waiting {
+		return "waiting on " + o.On
+	}
 	return string(o.Kind)
 }
 
@@ -129,12 +132,15 @@ func ParseOutcome(text string) (Outcome, error) {
 	case OK, Empty, Applied, Rejected, Unknown:
 		return Outcome{Kind: kind}, nil
 	}
+	if on, ok := strings.CutPrefix(text, string(Waiting)+" on "); ok && on != "" && !strings.Contains(on, " ") {
+		return Outcome{Kind: Waiting, On: on}, nil
+	}
 	if rest, ok := strings.CutPrefix(text, string(Claimed)+" "); ok {
 		if out, ok := parseGrants(rest); ok && out.String() == text {
 			return out, nil
 		}
 	}
-	return Outcome{}, fmt.Errorf("parse outcome %q: want ok, empty, claimed EVENT gen=N[, EVENT gen=N...], applied, rejected or unknown", text)
+	return Outcome{}, fmt.Errorf("parse outcome %q: want ok, empty, claimed EVENT gen=N[, EVENT gen=N...], applied, rejected, unknown or waiting on WORKER", text)
 }
 
 // parseGrants reads "e1 gen=1, e3 gen=2" as a claim's outcome.

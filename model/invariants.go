@@ -18,7 +18,7 @@ func CheckRows(rows []RowView) error {
 	seen := map[string]bool{}
 	for _, r := range rows {
 		if seen[r.Event] {
-			return fmt.Errorf("event ids are unique: %s appears twice", r.Event)
+			return fmt.Errorf("event ids are unique (%s appears twice)", r.Event)
 		}
 		seen[r.Event] = true
 		switch r.Status {

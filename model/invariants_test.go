@@ -31,7 +31,7 @@ func TestCheckRows(t *testing.T) {
 		{"sent with a lease", []RowView{row("e1", Sent, 1, true, true, false)}, "lease/status check: e1 is SENT with a lease"},
 		{"inprogress without a lease", []RowView{row("e1", InProgress, 1, false, false, false)}, "lease/status check: e1 is INPROGRESS without a lease"},
 		{"unknown status", []RowView{row("e1", "DONE", 1, false, false, false)}, `lease/status check: e1 has status "DONE", want READY, INPROGRESS, SENT or DEAD`},
-		{"duplicate event", []RowView{readyDue, owned1}, "event ids are unique: e1 appears twice"},
+		{"duplicate event", []RowView{readyDue, owned1}, "event ids are unique (e1 appears twice)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,6 +41,13 @@ func (s State) Step(op Op) []Transition {
 		}
 		return one(OK, next.clone())
 	case Complete, Retry, Renew:
+		if s.Blocks(op) {
+			// It answered without waiting, so it cannot have changed the
+			// row another transaction holds: rejected is all it may say.
+			// Its outcome after a wait is judged when the wait ends, by
+			// Step from the state then (see WaitsOn).
+			return one(Rejected, s.clone())
+		}
 		return s.update(op)
 	case Expire, MakeDue:
 		return one(OK, s.fixture(op))
@@ -63,7 +70,10 @@ func (s State) Step(op Op) []Transition {
 //     transaction, which the model does not follow. Such a worker may only
 //     Commit, Rollback, Pause, Resume, be killed, or lose it to Restart;
 //   - Commit or Rollback by a worker without one;
-//   - an op that Blocks: it would wait for another transaction's lock.
+//   - a fixture or rescue that Blocks: it would wait for another
+//     transaction's lock. (A complete, retry or renew that Blocks may run:
+//     the caller either sees it answer at once or waits for the lock's
+//     holder to end, see WaitsOn.)
 func (s State) Precondition(op Op) error {
 	needs, ok := shapes[op.Kind]
 	switch {
@@ -90,7 +100,7 @@ func (s State) Precondition(op Op) error {
 			return fmt.Errorf("%s has no open claim transaction", op.Worker)
 		}
 	}
-	if s.Blocks(op) {
+	if s.Blocks(op) && !s.mayWait(op) {
 		if op.Kind == Rescue {
 			return fmt.Errorf("%s waits for an open claim transaction on an expired row", op)
 		}
@@ -99,12 +109,31 @@ func (s State) Precondition(op Op) error {
 	return nil
 }
 
+// mayWait reports whether op may be sent although it Blocks: a complete,
+// retry or renew goes to its worker's own connection, which may wait.
+func (s State) mayWait(op Op) bool {
+	return op.Kind == Complete || op.Kind == Retry || op.Kind == Renew
+}
+
+// WaitsOn is the worker whose open claim transaction holds the row op's
+// statement may wait on, or "" when op cannot wait. A waiting step's
+// outcome is decided when that transaction ends: the caller then judges it
+// with Step from the state after the holder's commit, rollback or kill,
+// which is the contract's rule (the row as it is when the wait ends).
+func (s State) WaitsOn(op Op) string {
+	if !s.mayWait(op) || !s.Blocks(op) {
+		return ""
+	}
+	return s.Rows[s.row(op.Event)].LockedBy
+}
+
 // Blocks reports whether op's UPDATE may wait for the row lock of another
 // worker's open claim transaction: complete, retry, renew and the fixtures
 // on a row locked by a transaction that is not their own. Claims never
-// block (SKIP LOCKED). A correct protocol's guarded update finds a locked
-// row already ineligible and returns without waiting, but a faulty one may
-// hang, so the caller skips every op that may block.
+// block (SKIP LOCKED). A strict protocol's guarded update finds a locked
+// row already ineligible (its lease expired) and returns without waiting;
+// a lenient one's waits, and is judged when the holder ends. A fixture or
+// rescue that may block is skipped (it runs on the harness's connection).
 func (s State) Blocks(op Op) bool {
 	own := ""
 	switch op.Kind {

@@ -134,7 +134,6 @@ func TestPreconditions(t *testing.T) {
 		{"complete inside a transaction", locked, "w1.Complete(e1, gen=1)", "w1 has an open claim transaction"},
 		{"commit without a transaction", nil, "w1.Commit()", "w1 has no open claim transaction"},
 		{"rollback without a transaction", nil, "w1.Rollback()", "w1 has no open claim transaction"},
-		{"complete behind a lock", locked, "w2.Complete(e1, gen=1)", "w2.Complete(e1, gen=1) waits for w1's open transaction"},
 		{"expire behind a lock", locked, "Expire(e1)", "Expire(e1) waits for w1's open transaction"},
 		{"make due behind a lock", locked, "MakeDue(e1)", "MakeDue(e1) waits for w1's open transaction"},
 	}

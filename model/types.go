@@ -153,6 +153,10 @@ const (
 	Applied  OutcomeKind = "applied"  // complete/retry/renew returned a row
 	Rejected OutcomeKind = "rejected" // complete/retry/renew returned no row
 	Unknown  OutcomeKind = "unknown"  // the connection failed: applied or not, nobody knows yet
+	// Waiting: a complete, retry or renew whose statement waits on the
+	// row lock of another worker's open claim transaction (On). It is
+	// judged when that transaction ends, against the row as it is then.
+	Waiting OutcomeKind = "waiting"
 )
 
 // Outcome is the result of a step. A claim's first row is Event and Gen;
@@ -162,6 +166,7 @@ type Outcome struct {
 	Event string
 	Gen   int64
 	More  []Grant
+	On    string // Waiting: the worker whose open transaction holds the row
 }
 
 // Grants are every row a claim returned, in enqueue order.
@@ -174,7 +179,7 @@ func (o Outcome) Grants() []Grant {
 
 // Equal reports whether two outcomes are the same.
 func (o Outcome) Equal(p Outcome) bool {
-	return o.Kind == p.Kind && o.Event == p.Event && o.Gen == p.Gen && slices.Equal(o.More, p.More)
+	return o.Kind == p.Kind && o.Event == p.Event && o.Gen == p.Gen && slices.Equal(o.More, p.More) && o.On == p.On
 }
 
 // Transition is one outcome the policy allows for a step and the state after it.

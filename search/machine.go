@@ -6,10 +6,15 @@ import "github.com/outboxlab/outboxlab/machine"
 // failing program, and the harness's replays make it small. It is the
 // harness with the search's methods; everything it replays goes through
 // the machine's own checks.
-type Searcher struct{ *machine.Harness }
+type Searcher struct {
+	*machine.Harness
+	// Seeds, when set, are the seeds of the checks to run, one rapid.Check
+	// each (a shard: see Shard); nil runs rapid's budget from its seed.
+	Seeds []uint64
+}
 
 // On is the searcher of h.
-func On(h *machine.Harness) Searcher { return Searcher{h} }
+func On(h *machine.Harness) Searcher { return Searcher{Harness: h} }
 
 // The machine's programs, as this package reads and writes them.
 type (

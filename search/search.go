@@ -15,8 +15,10 @@ import (
 // searches with rapid's own shrinking off, then shrinks the printed program
 // by replaying it (Minimize: well under a second for the baseline, where
 // rapid's shrinker, working on the random draws, takes thousands of
-// checks). A program with a network fault's step cannot be replayed: the
-// faults are dropped if the failure does not need them; otherwise rapid
+// checks), for at most shrink (0: 30s; a protocol of many statements per
+// step, such as Solid Queue's, replays slowly and needs more to reach its
+// minimal form). A program with a network fault's step cannot be replayed:
+// the faults are dropped if the failure does not need them; otherwise rapid
 // shrinks from the failing seed for at most shrink (0: 30s).
 //
 // rapid's flags must be usable: under go test, or after testing.Init and
@@ -25,12 +27,12 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	shrinkTime := flag.CommandLine.Lookup("rapid.shrinktime").Value.String()
 	defer setRapidFlag("rapid.shrinktime", shrinkTime)
 	setRapidFlag("rapid.shrinktime", "0s")
-	c := Measure(name, h.Harness, h.Check)
+	c := h.measure(name)
 	if !c.Caught || c.Failure == nil {
 		return c
 	}
 	if _, err := ParseProgram(c.Program); err == nil {
-		return h.minimizeFound(c, c)
+		return h.minimizeFound(c, c, shrink)
 	}
 	// Most failures do not need the faults that happened on the way: with
 	// each lost request dropped and each lost reply delivered, the program
@@ -40,7 +42,7 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	if p, err := ParseProgram(withoutFaultSteps(c.Program)); err == nil {
 		// Lenient: a step that only a dropped one made possible is skipped.
 		if v, err := h.ReplayLenient(p); err == nil && v != nil {
-			return h.minimizeFound(c, Catch{Caught: true, Program: h.Program(), Failure: v})
+			return h.minimizeFound(c, Catch{Caught: true, Program: h.Program(), Failure: v}, shrink)
 		}
 	}
 	if shrink == 0 {
@@ -49,7 +51,7 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	checks := flag.CommandLine.Lookup("rapid.checks").Value.String()
 	seed := flag.CommandLine.Lookup("rapid.seed").Value.String()
 	setRapidFlag("rapid.shrinktime", shrink.String())
-	setRapidFlag("rapid.checks", "1")
+	setRapidFlag("rapid.checks", OneCheck())
 	setRapidFlag("rapid.seed", strconv.FormatUint(c.FailingSeed(0), 10))
 	defer func() {
 		setRapidFlag("rapid.checks", checks)
@@ -62,9 +64,22 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	return h.keepSearch(c, shrunk)
 }
 
-// minimizeFound shrinks from, a replayable form of what the search found.
-func (h Searcher) minimizeFound(found, from Catch) Catch {
-	return h.keepSearch(found, h.Minimize(from, 10*time.Second))
+// measure is the search's first pass: one rapid.Check of the budget in
+// rapid's flags, or, for a shard, one check per seed of h.Seeds.
+func (h Searcher) measure(name string) Catch {
+	if h.Seeds != nil {
+		return MeasureSeeds(name, h.Harness, h.Check, h.Seeds)
+	}
+	return Measure(name, h.Harness, h.Check)
+}
+
+// minimizeFound shrinks from, a replayable form of what the search found,
+// for at most budget (0: 30s: a loaded machine replays slowly).
+func (h Searcher) minimizeFound(found, from Catch, budget time.Duration) Catch {
+	if budget == 0 {
+		budget = 30 * time.Second
+	}
+	return h.keepSearch(found, h.Minimize(from, budget))
 }
 
 // keepSearch is the shrunk result with the search's own figures: checks

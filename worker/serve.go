@@ -134,7 +134,11 @@ func (a *agent) handle(req Request) Response {
 			return resp
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.spec.OpTimeout)
+	limit := a.spec.OpTimeout
+	if req.MayWait {
+		limit = WaitTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	resp := a.run(ctx, req)
 	if resp.Err != "" && !resp.ServerErr && !resp.Protocol {
@@ -197,6 +201,9 @@ func (a *agent) run(ctx context.Context, req Request) Response {
 			return failure(err, ctx.Err() != nil)
 		}
 		return Response{}
+	}
+	if op := relayOps[req.Op]; op != nil {
+		return op(ctx, a, req)
 	}
 	return Response{Err: fmt.Sprintf("unknown op %q", req.Op)}
 }

@@ -30,7 +30,16 @@ type Request struct {
 	Op  string `json:"op"` // claim, begin, commit, rollback, complete, retry, renew, rescue, reconnect
 	ID  string `json:"id,omitempty"`
 	Gen int64  `json:"gen,omitempty"`
+	// MayWait marks a statement the parent lets wait on another
+	// transaction's row lock (a waiting step): it gets WaitTimeout, not
+	// the statement timeout, since the wait lasts until the holder ends.
+	MayWait bool `json:"may_wait,omitempty"`
+	// Relay is the publish or consume op's request (relay.go).
+	Relay *RelayRequest `json:"relay,omitempty"`
 }
+
+// WaitTimeout bounds a statement sent with MayWait.
+const WaitTimeout = 20 * time.Second
 
 // Response is one line the worker writes back.
 type Response struct {
@@ -57,6 +66,8 @@ type Response struct {
 	// Backend is the server process id of the worker's connection (0 when
 	// it has none), so the parent can wait for it to end after a kill.
 	Backend uint32 `json:"backend,omitempty"`
+	// Relay is the publish or consume op's answer (relay.go).
+	Relay *RelayReply `json:"relay,omitempty"`
 }
 
 // ClaimRow is one row a claim returned.

@@ -109,6 +109,9 @@ func printFigures(w io.Writer, f bench.Figures) {
 		{"baseline_find_ms", f.BaselineFindMS, "ms", "median time to baseline's first counterexample"},
 		{"baseline_shrink_ms", f.BaselineShrinkMS, "ms", "median time from there to its minimal form"},
 		{"kill_cycle_ms", f.KillCycleMS, "ms", "median spawn, connect, claim, SIGKILL, backend gone"},
+		{"concurrent_ops_per_s", f.ConcurrentOpsPerS, "", "check --concurrent's driver on leased, unchecked: operations recorded per second"},
+		{"raw_ops_per_s", f.RawOpsPerS, "", "the same statements from as many plain pgx connections"},
+		{"linearize_ms_per_1k_ops", f.LinearizeMSPer1kOps, "ms", "porcupine's check time per 1000 recorded operations"},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%.3f %s\t%s\n", r.name, r.value, r.unit, r.what)

@@ -21,7 +21,8 @@ func TestBenchJSONKeys(t *testing.T) {
 		t.Fatalf("not one JSON object: %v\n%s", err, stdout.String())
 	}
 	keys := []string{"sql_floor_us", "step_us", "sql_share", "reset_us", "schema_reset_us",
-		"baseline_find_ms", "baseline_shrink_ms", "kill_cycle_ms"}
+		"baseline_find_ms", "baseline_shrink_ms", "kill_cycle_ms",
+		"concurrent_ops_per_s", "raw_ops_per_s", "linearize_ms_per_1k_ops"}
 	for _, k := range keys {
 		v, ok := got[k].(float64)
 		if !ok || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {

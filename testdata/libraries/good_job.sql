@@ -63,17 +63,19 @@
 --   - complete: perform's end for a success, save! of the changed attributes (locked_by_id, locked_at,
 --     lock_type, error, error_event, finished_at, updated_at) WHERE id; RETURNING id added. ActiveRecord
 --     writes only attributes that differ from its in-memory copy; all of them are written here.
---   - retry: an Active Job `retry_on StandardError, attempts: 3, wait: 1.minute`. Active Job decides
+--   - retry: an Active Job `retry_on StandardError, attempts: 2, wait: 1.minute`. Active Job decides
 --     from its in-memory `executions` (serialized_params executions + 1; read from the row here). While
---     executions < 3: Job.enqueue's save! on the running row (serialized executions + 1, created_at and
+--     executions < 2: Job.enqueue's save! on the running row (serialized executions + 1, created_at and
 --     scheduled_at = now + 1 minute, performed_at/finished_at NULL), then perform's end save! (locks
---     cleared, error, error_event retried). At 3: retry_on re-raises, perform's end saves finished_at with
+--     cleared, error, error_event retried). At 2: retry_on re-raises, perform's end saves finished_at with
 --     the error (error_event retry_stopped): discarded. The decision is kept in a temp table; RETURNING id
 --     added. Active Job's default is attempts: 5, wait: 3.seconds (a 3-second backoff could end by the wall
 --     clock inside a check; 1 minute is a retry_on argument a user may choose).
---   - max_attempts=3: retry_on's attempts. Active Job counts only executions that reached a retry; an
---     execution whose process died is counted by executions_count but not by retry_on, and Process.cleanup
---     makes no job discarded, so abandoned claims are not bounded (this is what the suite will show).
+--   - max_attempts=2: retry_on's attempts, chosen small (Active Job's default is 5) so that counterexamples
+--     stay short: the budget is spent in two claims. Active Job counts only executions that reached a
+--     retry; an execution whose process died is counted by executions_count but not by retry_on, and
+--     Process.cleanup makes no job discarded, so abandoned claims are not bounded (this is what the suite
+--     will show).
 --   - lease=4m30s: a process is inactive after 5 minutes without a heartbeat, but the heartbeat only
 --     writes when the row is stale (older than 30 seconds), so the lease good_job guarantees after a
 --     heartbeat is 5 minutes less 30 seconds. lease_expired: the claim's process updated_at older than
@@ -98,7 +100,7 @@
 -- outboxlab: order=any
 -- outboxlab: lease=4m30s
 -- outboxlab: policy=lenient
--- outboxlab: max_attempts=3
+-- outboxlab: max_attempts=2
 
 -- name: schema
 CREATE TABLE good_jobs (
@@ -201,9 +203,9 @@ WHERE "good_jobs"."id" = split_part(@id::text, '/', 1)::uuid
 RETURNING "good_jobs"."id";
 
 -- name: retry
--- Active Job retry_on (attempts: 3): the in-memory executions count this execution decides with.
+-- Active Job retry_on (attempts: 2): the in-memory executions count this execution decides with.
 CREATE TEMP TABLE active_job_retry ON COMMIT DROP AS
-SELECT id, (coalesce((serialized_params ->> 'executions')::int, 0) + 1) < 3 AS retried
+SELECT id, (coalesce((serialized_params ->> 'executions')::int, 0) + 1) < 2 AS retried
 FROM "good_jobs"
 WHERE "good_jobs"."id" = split_part(@id::text, '/', 1)::uuid;
 

@@ -54,7 +54,8 @@
 --     row is attempted_at < now - 1 hour, rescue_jobs' own test.
 --   - policy=lenient: Oban has no lease; an executing job past rescue_after may still be acked until
 --     Lifeline or another fetch takes it.
---   - max_attempts=3 (Oban's default is 20), set by enqueue.
+--   - max_attempts=2 (Oban's default is 20), set by enqueue; chosen small so that counterexamples stay
+--     short: the budget is spent in two claims.
 --   - States: available, scheduled, retryable, suspended -> READY (available is due: the fetch does not
 --     look at scheduled_at; scheduled/retryable wait for the Stager); executing -> INPROGRESS;
 --     completed -> SENT; discarded, cancelled -> DEAD. The due fixture does the Stager's promotion
@@ -69,7 +70,7 @@
 -- outboxlab: batch=2
 -- outboxlab: lease=1h
 -- outboxlab: policy=lenient
--- outboxlab: max_attempts=3
+-- outboxlab: max_attempts=2
 
 -- name: schema
 CREATE TYPE oban_job_state AS ENUM (
@@ -115,7 +116,7 @@ CREATE INDEX oban_jobs_state_queue_priority_scheduled_at_id_index
 
 -- name: enqueue
 INSERT INTO oban_jobs (event_id, worker, args, max_attempts)
-VALUES (@event_id, 'Outboxlab.Worker', jsonb_build_object('event_id', @event_id::text), 3)
+VALUES (@event_id, 'Outboxlab.Worker', jsonb_build_object('event_id', @event_id::text), 2)
 
 -- name: claim
 WITH "subset" AS (

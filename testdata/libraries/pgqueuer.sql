@@ -48,16 +48,17 @@
 --     log. The worker's JobStatusLogBuffer batches these writes; here each runs at once.
 --     The row is deleted: done=delete, and the state query reads only the live table (the
 --     log is history with one row per transition, not a status).
---   - retry: the decision of DatabaseRetryEntrypointExecutor(max_attempts=2) (retry while
---     attempts < 2, else terminal failure) is made in SQL on the row's attempts column
+--   - retry: the decision of DatabaseRetryEntrypointExecutor(max_attempts=1) (retry while
+--     attempts < 1, else terminal failure) is made in SQL on the row's attempts column
 --     rather than on the job.attempts the worker read at dequeue time. The retry branch is
 --     build_retry_job_query with delay = 60 seconds (the executor's default backoff is
 --     1 s * 2^attempts, capped at 5 minutes); the terminal branch is build_log_job_query's
 --     'held' UPDATE with status 'failed' (on_failure='hold'). Both are CTEs of one statement
 --     with disjoint conditions on attempts, each with its log insert; RETURNING added.
---   - max_attempts=3: the suite's budget of 3 claims is DatabaseRetryEntrypointExecutor
---     (max_attempts=2): runs at attempts 0 and 1 retry, the run at attempts 2 fails for good.
---     The executor's default is max_attempts=5; the plain EntrypointExecutor never retries.
+--   - max_attempts=2: the suite's budget of 2 claims is DatabaseRetryEntrypointExecutor
+--     (max_attempts=1): the run at attempts 0 retries, the run at attempts 1 fails for good.
+--     The executor's default is max_attempts=5 (6 runs); the budget is chosen small so that
+--     counterexamples stay short. The plain EntrypointExecutor never retries.
 --     on_failure='hold' (the library's option to keep a terminally failed job as 'failed')
 --     is chosen so that an exhausted job stays visible as DEAD; the default,
 --     on_failure='delete', deletes it with an 'exception' log row.
@@ -79,7 +80,7 @@
 -- outboxlab: order=fifo
 -- outboxlab: batch=3
 -- outboxlab: lease=30s
--- outboxlab: max_attempts=3
+-- outboxlab: max_attempts=2
 -- outboxlab: done=delete
 -- outboxlab: policy=lenient
 
@@ -291,7 +292,7 @@ RETURNING job_id AS id
 
 -- name: retry
 WITH retry AS (
-    -- DatabaseRetryEntrypointExecutor(max_attempts=2): attempts < 2 -> RetryRequested
+    -- DatabaseRetryEntrypointExecutor(max_attempts=1): attempts < 1 -> RetryRequested
     UPDATE pgqueuer
     SET
         status = 'queued',
@@ -300,18 +301,18 @@ WITH retry AS (
         updated = NOW(),
         queue_manager_id = NULL
     WHERE id = @id::bigint
-      AND attempts < 2
+      AND attempts < 1
     RETURNING id, entrypoint, priority
 ), retry_log AS (
     INSERT INTO pgqueuer_log (job_id, status, entrypoint, priority, traceback)
     SELECT id, 'queued', entrypoint, priority, NULL::JSONB FROM retry
     RETURNING job_id
 ), held AS (
-    -- attempts >= 2: the exception propagates; on_failure='hold' logs it as 'failed'
+    -- attempts >= 1: the exception propagates; on_failure='hold' logs it as 'failed'
     UPDATE pgqueuer
     SET status = 'failed', updated = NOW(), queue_manager_id = NULL
     WHERE id = @id::bigint
-      AND attempts >= 2
+      AND attempts >= 1
     RETURNING id, entrypoint, priority
 ), held_log AS (
     INSERT INTO pgqueuer_log (job_id, status, entrypoint, priority, traceback)

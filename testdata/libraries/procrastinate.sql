@@ -49,7 +49,7 @@
 --   - complete: the UPDATE of procrastinate_finish_job_v1(job_id, 'succeeded', false) inlined
 --     (delete_jobs=NEVER is the worker's default, so done=keep), RETURNING id as the function
 --     has; the function's RAISE when no row matched becomes "no row returned" (refused).
---   - retry: the worker's decision (RetryStrategy(max_attempts=2): retry while attempts < 2,
+--   - retry: the worker's decision (RetryStrategy(max_attempts=1): retry while attempts < 1,
 --     else finish as 'failed') is made in SQL on the row's attempts column instead of on the
 --     attempts value the worker read at fetch time (the same unless someone else touched the
 --     row); the retry branch is the UPDATE of procrastinate_retry_job_v2 with
@@ -58,8 +58,9 @@
 --     Both put in one statement (two data-modifying CTEs with disjoint conditions), RETURNING
 --     id; the functions' RAISE on no match becomes no row. The abort_requested branch of
 --     retry_job_v2 is left out (nothing requests aborts here).
---   - max_attempts=3: the suite's budget of 3 claims is RetryStrategy(max_attempts=2) (two
---     retries after the first run). procrastinate's default is retry=False: no retry at all.
+--   - max_attempts=2: the suite's budget of 2 claims is RetryStrategy(max_attempts=1) (one
+--     retry after the first run), chosen small so that counterexamples stay short.
+--     procrastinate's default is retry=False: no retry at all.
 --   - renew: the UPDATE of procrastinate_update_heartbeat_v1(worker_id) inlined, unguarded,
 --     for the claim's own worker. The heartbeat is per worker, not per job, and always
 --     "succeeds" while the worker row exists (even after the job finished), so the outcome is
@@ -86,7 +87,7 @@
 -- profile: fencing strict_expiry attempt_budget
 -- outboxlab: order=fifo
 -- outboxlab: lease=30s
--- outboxlab: max_attempts=3
+-- outboxlab: max_attempts=2
 -- outboxlab: policy=lenient
 
 -- name: schema
@@ -253,7 +254,7 @@ RETURNING id
 
 -- name: retry
 WITH failed AS (
-    -- RetryStrategy(max_attempts=2) says no more retries: finish_job(job, 'failed', false)
+    -- RetryStrategy(max_attempts=1) says no more retries: finish_job(job, 'failed', false)
     UPDATE procrastinate_jobs
     SET status = 'failed',
         abort_requested = false,
@@ -261,7 +262,7 @@ WITH failed AS (
             WHEN 'doing' THEN attempts + 1 ELSE attempts
         END
     WHERE id = split_part(@id::text, ':', 1)::bigint AND status IN ('todo', 'doing')
-      AND attempts >= 2
+      AND attempts >= 1
     RETURNING id
 ), retried AS (
     -- otherwise retry_job(job, retry_at = now() + 60 s)
@@ -273,7 +274,7 @@ WITH failed AS (
         queue_name = COALESCE(NULL, queue_name),
         lock = COALESCE(NULL, lock)
     WHERE id = split_part(@id::text, ':', 1)::bigint AND status IN ('doing', 'failed')
-      AND attempts < 2
+      AND attempts < 1
     RETURNING id
 )
 SELECT id FROM failed

@@ -56,7 +56,8 @@
 --     ClientJobTimeout 1 minute) is always met once a job is an hour old, so it is left out.
 --   - policy=lenient: River has no lease; a worker past the rescue horizon may still finish (its
 --     JobSetStateIfRunning applies while the row is 'running') until the rescuer or another fetch takes it.
---   - max_attempts=3 (River's default is 25; MaxAttemptsDefault).
+--   - max_attempts=2 (River's default is 25; MaxAttemptsDefault), set by enqueue; chosen small so that
+--     counterexamples stay short: the budget is spent in two claims.
 --   - rescue: the rescuer's two round trips (JobGetStuck, then Go's makeRetryDecision, then JobRescueMany)
 --     become two statements in one transaction: a temp table holds JobGetStuck's rows with the decision
 --     computed in SQL (retryable at errorCount^4 minutes when attempt < max_attempts, else discarded with
@@ -74,7 +75,7 @@
 -- outboxlab: batch=2
 -- outboxlab: lease=1h
 -- outboxlab: policy=lenient
--- outboxlab: max_attempts=3
+-- outboxlab: max_attempts=2
 
 -- name: schema
 CREATE TYPE river_job_state AS ENUM(
@@ -116,7 +117,7 @@ CREATE TABLE river_job (
 
 -- name: enqueue
 INSERT INTO river_job (event_id, args, kind, max_attempts)
-VALUES (@event_id, jsonb_build_object('event_id', @event_id::text), 'outboxlab', 3)
+VALUES (@event_id, jsonb_build_object('event_id', @event_id::text), 'outboxlab', 2)
 
 -- name: claim
 WITH locked_jobs AS (

@@ -1,4 +1,4 @@
--- Fixed: good_job (testdata/libraries/good_job.sql) with complete fenced to its claim: perform's end save! also requires locked_by_id = the claim's process and executions_count = @generation. With retry fenced the same way: the retry_on decision row is read only while the claim still holds the job (same guard, FOR NO KEY UPDATE), so both of its saves apply only then. With retry_on's attempt count taken from executions_count (every claimed execution, interrupted ones too) instead of serialized_params' executions. With Process.cleanup discarding (finished_at, error, error_event retry_stopped) an exhausted job (executions_count >= 3) it unlocks instead of returning it to the queue. With renew (the heartbeat) reporting applied only while the job is still locked by the claim's process at @generation.
+-- Fixed: good_job (testdata/libraries/good_job.sql) with complete fenced to its claim: perform's end save! also requires locked_by_id = the claim's process and executions_count = @generation. With retry fenced the same way: the retry_on decision row is read only while the claim still holds the job (same guard, FOR NO KEY UPDATE), so both of its saves apply only then. With retry_on's attempt count taken from executions_count (every claimed execution, interrupted ones too) instead of serialized_params' executions. With Process.cleanup discarding (finished_at, error, error_event retry_stopped) an exhausted job (executions_count >= 2) it unlocks instead of returning it to the queue. With renew (the heartbeat) reporting applied only while the job is still locked by the claim's process at @generation.
 -- Library: good_job (Ruby on Rails Active Job backend on PostgreSQL: good_jobs table, lock_strategy :skiplocked)
 -- Repository: https://github.com/bensheldon/good_job
 -- Commit: 81db22b7cfde2579b2d735e076fa6eaacc65affa ("Release good_job v4.19.2")
@@ -64,17 +64,19 @@
 --   - complete: perform's end for a success, save! of the changed attributes (locked_by_id, locked_at,
 --     lock_type, error, error_event, finished_at, updated_at) WHERE id; RETURNING id added. ActiveRecord
 --     writes only attributes that differ from its in-memory copy; all of them are written here.
---   - retry: an Active Job `retry_on StandardError, attempts: 3, wait: 1.minute`. Active Job decides
+--   - retry: an Active Job `retry_on StandardError, attempts: 2, wait: 1.minute`. Active Job decides
 --     from its in-memory `executions` (serialized_params executions + 1; read from the row here). While
---     executions < 3: Job.enqueue's save! on the running row (serialized executions + 1, created_at and
+--     executions < 2: Job.enqueue's save! on the running row (serialized executions + 1, created_at and
 --     scheduled_at = now + 1 minute, performed_at/finished_at NULL), then perform's end save! (locks
---     cleared, error, error_event retried). At 3: retry_on re-raises, perform's end saves finished_at with
+--     cleared, error, error_event retried). At 2: retry_on re-raises, perform's end saves finished_at with
 --     the error (error_event retry_stopped): discarded. The decision is kept in a temp table; RETURNING id
 --     added. Active Job's default is attempts: 5, wait: 3.seconds (a 3-second backoff could end by the wall
 --     clock inside a check; 1 minute is a retry_on argument a user may choose).
---   - max_attempts=3: retry_on's attempts. Active Job counts only executions that reached a retry; an
---     execution whose process died is counted by executions_count but not by retry_on, and Process.cleanup
---     makes no job discarded, so abandoned claims are not bounded (this is what the suite will show).
+--   - max_attempts=2: retry_on's attempts, chosen small (Active Job's default is 5) so that counterexamples
+--     stay short: the budget is spent in two claims. Active Job counts only executions that reached a
+--     retry; an execution whose process died is counted by executions_count but not by retry_on, and
+--     Process.cleanup makes no job discarded, so abandoned claims are not bounded (this is what the suite
+--     will show).
 --   - lease=4m30s: a process is inactive after 5 minutes without a heartbeat, but the heartbeat only
 --     writes when the row is stale (older than 30 seconds), so the lease good_job guarantees after a
 --     heartbeat is 5 minutes less 30 seconds. lease_expired: the claim's process updated_at older than
@@ -99,16 +101,16 @@
 --   good_job (one process holds many jobs and may claim the same job again), hence executions_count too.
 -- Fix: retry's decision temp table gets the same guard plus FOR NO KEY UPDATE; its two UPDATEs key off that table, so a refused retry
 --   writes nothing: restores fencing and terminal for retry.
--- Fix: retry decides retried = executions_count < 3 (was serialized executions + 1 < 3, which counts only executions that reached a
---   retry_on): restores attempt_budget (claims whose process died count against the budget, so the retry of the 3rd claim discards).
--- Fix: rescue (Process.cleanup) sets finished_at, error and error_event 4 on an unlocked job with executions_count >= 3: restores
---   attempt_budget (an abandoned last attempt is DEAD after the next rescue instead of READY for a 4th claim).
+-- Fix: retry decides retried = executions_count < 2 (was serialized executions + 1 < 2, which counts only executions that reached a
+--   retry_on): restores attempt_budget (claims whose process died count against the budget, so the retry of the 2nd claim discards).
+-- Fix: rescue (Process.cleanup) sets finished_at, error and error_event 4 on an unlocked job with executions_count >= 2: restores
+--   attempt_budget (an abandoned last attempt is DEAD after the next rescue instead of READY for a 3rd claim).
 -- Fix: renew returns applied = EXISTS(job still locked by the claim's process at @generation) instead of true: restores fencing and
 --   terminal for renew (a heartbeat of a rescued, reclaimed or finished claim is reported refused).
 -- outboxlab: order=any
 -- outboxlab: lease=4m30s
 -- outboxlab: policy=lenient
--- outboxlab: max_attempts=3
+-- outboxlab: max_attempts=2
 
 -- name: schema
 CREATE TABLE good_jobs (
@@ -213,9 +215,9 @@ WHERE "good_jobs"."id" = split_part(@id::text, '/', 1)::uuid
 RETURNING "good_jobs"."id";
 
 -- name: retry
--- Active Job retry_on (attempts: 3): the in-memory executions count this execution decides with.
+-- Active Job retry_on (attempts: 2): the in-memory executions count this execution decides with.
 CREATE TEMP TABLE active_job_retry ON COMMIT DROP AS
-SELECT id, "executions_count" < 3 AS retried
+SELECT id, "executions_count" < 2 AS retried
 FROM "good_jobs"
 WHERE "good_jobs"."id" = split_part(@id::text, '/', 1)::uuid
   AND "good_jobs"."locked_by_id" = split_part(@id::text, '/', 2)::uuid
@@ -273,10 +275,10 @@ WHERE "good_job_processes"."lock_type" IS NULL
   AND "good_job_processes"."updated_at" < timezone('UTC', now()) - interval '5 minutes';
 
 UPDATE "good_jobs" SET "locked_by_id" = NULL, "locked_at" = NULL,
-    "error" = CASE WHEN "executions_count" >= 3
+    "error" = CASE WHEN "executions_count" >= 2
                    THEN 'GoodJob::InterruptedError: Interrupted after starting perform' ELSE "error" END,
-    "error_event" = CASE WHEN "executions_count" >= 3 THEN 4 ELSE "error_event" END,
-    "finished_at" = CASE WHEN "executions_count" >= 3 THEN timezone('UTC', now()) ELSE "finished_at" END
+    "error_event" = CASE WHEN "executions_count" >= 2 THEN 4 ELSE "error_event" END,
+    "finished_at" = CASE WHEN "executions_count" >= 2 THEN timezone('UTC', now()) ELSE "finished_at" END
 WHERE "good_jobs"."locked_by_id" IN (SELECT id FROM inactive_processes);
 
 DELETE FROM "good_job_processes"

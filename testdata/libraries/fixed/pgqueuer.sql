@@ -1,4 +1,4 @@
--- Fixed: pgqueuer (testdata/libraries/pgqueuer.sql) with five changes: The dequeue raises attempts on every pick (and no longer the retry) and returns it as generation, so attempts counts claims, abandoned ones too, and is the claim's fencing token (state returns it as generation). complete, retry and renew apply only to the claim's own row: status = 'picked' AND attempts = @generation. The retry decision moves with the counter: retry while attempts < 3, hold as 'failed' at attempts >= 3 (the same DatabaseRetryEntrypointExecutor(max_attempts=2)). The dequeue no longer re-picks a stale job whose last attempt was abandoned (attempts >= 3) and holds it as 'failed' instead (on_failure='hold'), with its log row. The dequeue locks only the rows it takes: next_queued and next_stale become unlocked candidate lists and eligible takes its LIMIT with FOR UPDATE SKIP LOCKED.
+-- Fixed: pgqueuer (testdata/libraries/pgqueuer.sql) with five changes: The dequeue raises attempts on every pick (and no longer the retry) and returns it as generation, so attempts counts claims, abandoned ones too, and is the claim's fencing token (state returns it as generation). complete, retry and renew apply only to the claim's own row: status = 'picked' AND attempts = @generation. The retry decision moves with the counter: retry while attempts < 2, hold as 'failed' at attempts >= 2 (the same DatabaseRetryEntrypointExecutor(max_attempts=1)). The dequeue no longer re-picks a stale job whose last attempt was abandoned (attempts >= 2) and holds it as 'failed' instead (on_failure='hold'), with its log row. The dequeue locks only the rows it takes: next_queued and next_stale become unlocked candidate lists and eligible takes its LIMIT with FOR UPDATE SKIP LOCKED.
 -- Library: pgqueuer (Python job queue on PostgreSQL: one queue table, heartbeat-based re-pick, a log table)
 -- Repository: https://github.com/janbjorge/pgqueuer
 -- Commit: 12b99d9993589a5e6b62c349e2a750a8650847e1 (2026-08-22; git describe: v1.3.2-13-g12b99d9, 13 commits after tag v1.3.2)
@@ -49,16 +49,17 @@
 --     log. The worker's JobStatusLogBuffer batches these writes; here each runs at once.
 --     The row is deleted: done=delete, and the state query reads only the live table (the
 --     log is history with one row per transition, not a status).
---   - retry: the decision of DatabaseRetryEntrypointExecutor(max_attempts=2) (retry while
---     attempts < 2, else terminal failure) is made in SQL on the row's attempts column
+--   - retry: the decision of DatabaseRetryEntrypointExecutor(max_attempts=1) (retry while
+--     attempts < 1, else terminal failure) is made in SQL on the row's attempts column
 --     rather than on the job.attempts the worker read at dequeue time. The retry branch is
 --     build_retry_job_query with delay = 60 seconds (the executor's default backoff is
 --     1 s * 2^attempts, capped at 5 minutes); the terminal branch is build_log_job_query's
 --     'held' UPDATE with status 'failed' (on_failure='hold'). Both are CTEs of one statement
 --     with disjoint conditions on attempts, each with its log insert; RETURNING added.
---   - max_attempts=3: the suite's budget of 3 claims is DatabaseRetryEntrypointExecutor
---     (max_attempts=2): runs at attempts 0 and 1 retry, the run at attempts 2 fails for good.
---     The executor's default is max_attempts=5; the plain EntrypointExecutor never retries.
+--   - max_attempts=2: the suite's budget of 2 claims is DatabaseRetryEntrypointExecutor
+--     (max_attempts=1): the run at attempts 0 retries, the run at attempts 1 fails for good.
+--     The executor's default is max_attempts=5 (6 runs); the budget is chosen small so that
+--     counterexamples stay short. The plain EntrypointExecutor never retries.
 --     on_failure='hold' (the library's option to keep a terminally failed job as 'failed')
 --     is chosen so that an exhausted job stays visible as DEAD; the default,
 --     on_failure='delete', deletes it with an 'exception' log row.
@@ -77,9 +78,9 @@
 --   restores attempt_budget (an abandoned pick counts: a stale re-pick is the next attempt) and gives the fencing token.
 -- Fix: (2) complete's DELETE, both retry branches and renew: AND status = 'picked' AND attempts = @generation: restores fencing (a stale
 --   owner's complete/retry/renew cannot apply to a re-picked or retried job) and terminal (no outcome on a 'failed' (DEAD) row).
--- Fix: (3) retry branches at attempts < 3 / >= 3 (was < 2 / >= 2 on a counter of retries): the same budget of 3 runs on the new counter.
--- Fix: (4) dequeue: next_stale AND q.attempts < 3, plus CTEs stale_exhausted (FOR UPDATE SKIP LOCKED) / held / held_log that set a
---   stale job at attempts >= 3 to 'failed': restores attempt_budget (an abandoned last attempt is DEAD by the next claim; pgqueuer has no reaper).
+-- Fix: (3) retry branches at attempts < 2 / >= 2 (was < 1 / >= 1 on a counter of retries): the same budget of 2 runs on the new counter.
+-- Fix: (4) dequeue: next_stale AND q.attempts < 2, plus CTEs stale_exhausted (FOR UPDATE SKIP LOCKED) / held / held_log that set a
+--   stale job at attempts >= 2 to 'failed': restores attempt_budget (an abandoned last attempt is DEAD by the next claim; pgqueuer has no reaper).
 -- Fix: (5) dequeue: FOR UPDATE SKIP LOCKED moved from next_queued/next_stale (each locked up to 3 rows, so a batch claim locked up to 6
 --   and kept the unclaimed ones locked for its transaction) to eligible, its LIMIT applied to locked rows; next_queued's LIMIT 3 and
 --   next_stale's LIMIT 3 dropped (the lateral keeps LIMIT a.remaining, the concurrency limit): restores no_stranded_row (a claim inside an
@@ -88,7 +89,7 @@
 -- outboxlab: order=fifo
 -- outboxlab: batch=3
 -- outboxlab: lease=30s
--- outboxlab: max_attempts=3
+-- outboxlab: max_attempts=2
 -- outboxlab: done=delete
 -- outboxlab: policy=lenient
 
@@ -225,7 +226,7 @@ next_stale AS (
     WHERE q.status = 'picked'
       AND q.heartbeat < NOW() - interval '30 seconds'
       AND q.execute_after < NOW()
-      AND q.attempts < 3
+      AND q.attempts < 2
       AND (9223372036854775807::BIGINT IS NULL
            OR (SELECT total FROM worker_load) < 9223372036854775807::BIGINT)
     ORDER BY q.priority DESC, q.id ASC
@@ -257,13 +258,13 @@ log_pick AS (
     SELECT id, status, entrypoint, priority FROM claimed
 ),
 stale_exhausted AS (
-    -- a stale job whose last attempt (attempts = 3) was abandoned: on_failure='hold', as 'failed'
+    -- a stale job whose last attempt (attempts = 2) was abandoned: on_failure='hold', as 'failed'
     SELECT q.id
     FROM pgqueuer q
     JOIN params p ON p.entrypoint = q.entrypoint
     WHERE q.status = 'picked'
       AND q.heartbeat < NOW() - interval '30 seconds'
-      AND q.attempts >= 3
+      AND q.attempts >= 2
     FOR UPDATE SKIP LOCKED
 ),
 held AS (
@@ -322,7 +323,7 @@ RETURNING job_id AS id
 
 -- name: retry
 WITH retry AS (
-    -- DatabaseRetryEntrypointExecutor(max_attempts=2): attempts < 2 -> RetryRequested
+    -- DatabaseRetryEntrypointExecutor(max_attempts=1): a retry while this was the first claim (attempts < 2)
     UPDATE pgqueuer
     SET
         status = 'queued',
@@ -331,19 +332,19 @@ WITH retry AS (
         queue_manager_id = NULL
     WHERE id = @id::bigint
       AND status = 'picked' AND attempts = @generation
-      AND attempts < 3
+      AND attempts < 2
     RETURNING id, entrypoint, priority
 ), retry_log AS (
     INSERT INTO pgqueuer_log (job_id, status, entrypoint, priority, traceback)
     SELECT id, 'queued', entrypoint, priority, NULL::JSONB FROM retry
     RETURNING job_id
 ), held AS (
-    -- attempts >= 2: the exception propagates; on_failure='hold' logs it as 'failed'
+    -- attempts >= 2 (the second claim): the exception propagates; on_failure='hold' logs it as 'failed'
     UPDATE pgqueuer
     SET status = 'failed', updated = NOW(), queue_manager_id = NULL
     WHERE id = @id::bigint
       AND status = 'picked' AND attempts = @generation
-      AND attempts >= 3
+      AND attempts >= 2
     RETURNING id, entrypoint, priority
 ), held_log AS (
     INSERT INTO pgqueuer_log (job_id, status, entrypoint, priority, traceback)

@@ -1,4 +1,4 @@
--- Fixed: procrastinate (testdata/libraries/procrastinate.sql) with two changes: complete and both retry branches also require the job's worker_id to be the claim's own worker (the handle's second part), and complete and retry's failed branch require status = 'doing' (no longer also 'todo'). The stalled-jobs rescue first finishes as 'failed' a stalled job whose run was its last attempt (attempts >= 2) and retries only the others (attempts < 2).
+-- Fixed: procrastinate (testdata/libraries/procrastinate.sql) with two changes: complete and both retry branches also require the job's worker_id to be the claim's own worker (the handle's second part), and complete and retry's failed branch require status = 'doing' (no longer also 'todo'). The stalled-jobs rescue first finishes as 'failed' a stalled job whose run was its last attempt (attempts >= 1) and retries only the others (attempts < 1).
 -- Library: procrastinate (Python task queue on PostgreSQL: jobs table, plpgsql fetch/finish/retry functions, worker heartbeats)
 -- Repository: https://github.com/procrastinate-org/procrastinate
 -- Commit: f099a753730d5492bdebdc1c1f2796ffa5cf5671 (2026-06-27; git describe: 3.9.0-11-gf099a753, i.e. 11 commits after tag 3.9.0)
@@ -50,7 +50,7 @@
 --   - complete: the UPDATE of procrastinate_finish_job_v1(job_id, 'succeeded', false) inlined
 --     (delete_jobs=NEVER is the worker's default, so done=keep), RETURNING id as the function
 --     has; the function's RAISE when no row matched becomes "no row returned" (refused).
---   - retry: the worker's decision (RetryStrategy(max_attempts=2): retry while attempts < 2,
+--   - retry: the worker's decision (RetryStrategy(max_attempts=1): retry while attempts < 1,
 --     else finish as 'failed') is made in SQL on the row's attempts column instead of on the
 --     attempts value the worker read at fetch time (the same unless someone else touched the
 --     row); the retry branch is the UPDATE of procrastinate_retry_job_v2 with
@@ -59,8 +59,9 @@
 --     Both put in one statement (two data-modifying CTEs with disjoint conditions), RETURNING
 --     id; the functions' RAISE on no match becomes no row. The abort_requested branch of
 --     retry_job_v2 is left out (nothing requests aborts here).
---   - max_attempts=3: the suite's budget of 3 claims is RetryStrategy(max_attempts=2) (two
---     retries after the first run). procrastinate's default is retry=False: no retry at all.
+--   - max_attempts=2: the suite's budget of 2 claims is RetryStrategy(max_attempts=1) (one
+--     retry after the first run), chosen small so that counterexamples stay short.
+--     procrastinate's default is retry=False: no retry at all.
 --   - renew: the UPDATE of procrastinate_update_heartbeat_v1(worker_id) inlined, unguarded,
 --     for the claim's own worker. The heartbeat is per worker, not per job, and always
 --     "succeeds" while the worker row exists (even after the job finished), so the outcome is
@@ -86,11 +87,11 @@
 --   the library's own lock owner, one per claim); complete and the failed branch: status = 'doing' instead of IN ('todo', 'doing')
 --   (retry and the rescue leave worker_id set on a 'todo' job): restores fencing (a stale owner's complete/retry cannot apply to a
 --   newer claim, nor to a job the rescue or a retry put back to 'todo').
--- Fix: (2) rescue: an extra UPDATE (finish_job 'failed') for stalled jobs with attempts >= 2, and the retry UPDATE limited to attempts < 2:
+-- Fix: (2) rescue: an extra UPDATE (finish_job 'failed') for stalled jobs with attempts >= 1, and the retry UPDATE limited to attempts < 1:
 --   restores attempt_budget (an abandoned last attempt goes DEAD at the next rescue, as the worker's RetryStrategy would decide).
 -- outboxlab: order=fifo
 -- outboxlab: lease=30s
--- outboxlab: max_attempts=3
+-- outboxlab: max_attempts=2
 -- outboxlab: policy=lenient
 
 -- name: schema
@@ -258,7 +259,7 @@ RETURNING id
 
 -- name: retry
 WITH failed AS (
-    -- RetryStrategy(max_attempts=2) says no more retries: finish_job(job, 'failed', false)
+    -- RetryStrategy(max_attempts=1) says no more retries: finish_job(job, 'failed', false)
     UPDATE procrastinate_jobs
     SET status = 'failed',
         abort_requested = false,
@@ -267,7 +268,7 @@ WITH failed AS (
         END
     WHERE id = split_part(@id::text, ':', 1)::bigint AND status = 'doing'
       AND worker_id = split_part(@id::text, ':', 2)::bigint
-      AND attempts >= 2
+      AND attempts >= 1
     RETURNING id
 ), retried AS (
     -- otherwise retry_job(job, retry_at = now() + 60 s)
@@ -280,7 +281,7 @@ WITH failed AS (
         lock = COALESCE(NULL, lock)
     WHERE id = split_part(@id::text, ':', 1)::bigint AND status IN ('doing', 'failed')
       AND worker_id = split_part(@id::text, ':', 2)::bigint
-      AND attempts < 2
+      AND attempts < 1
     RETURNING id
 )
 SELECT id FROM failed
@@ -323,7 +324,7 @@ SET status = 'failed',
     attempts = procrastinate_jobs.attempts + 1
 FROM stalled_jobs AS s
 WHERE procrastinate_jobs.id = s.id AND procrastinate_jobs.status = 'doing'
-  AND procrastinate_jobs.attempts >= 2;
+  AND procrastinate_jobs.attempts >= 1;
 
 UPDATE procrastinate_jobs
 SET status = 'todo'::procrastinate_job_status,
@@ -334,7 +335,7 @@ SET status = 'todo'::procrastinate_job_status,
     lock = COALESCE(NULL, procrastinate_jobs.lock)
 FROM stalled_jobs AS s
 WHERE procrastinate_jobs.id = s.id AND procrastinate_jobs.status IN ('doing', 'failed')
-  AND procrastinate_jobs.attempts < 2
+  AND procrastinate_jobs.attempts < 1
 RETURNING procrastinate_jobs.id;
 
 -- name: state

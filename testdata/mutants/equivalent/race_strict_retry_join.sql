@@ -1,6 +1,16 @@
--- The article's protocol, with a history of every committed change of a
--- row for the concurrent fault storm (kill_test.go) to check afterwards,
--- lost replies included. The claim, complete and retry are leased's own.
+-- mutant, equivalent: retry_join under the strict policy: the same
+-- snapshot-read generation guard in retry (a joined subselect (UPDATE ...
+-- FROM (SELECT id, generation FROM outbox_lab WHERE id = @id) AS g WHERE
+-- g.generation = @generation)), plus leased's lease check in the UPDATE's own
+-- WHERE. Equivalent to leased for every program the state machine runs,
+-- waiting steps included: a reclaim needs an expired lease, and the stale
+-- retry's own first read of the row (in the same snapshot) already sees that
+-- expired lease and drops the row without waiting for its lock, so the
+-- snapshot guard never meets the new claim. A wait can only start while the
+-- lease is still live, behind a transaction that does not reclaim (a
+-- fixture's); a reclaim that follows that transaction within the same
+-- statement, with the lease expiring in between, is the one window left,
+-- which only a concurrent run could hit.
 -- outboxlab: order=fifo
 
 -- name: schema
@@ -14,31 +24,6 @@ CREATE TABLE outbox_lab (
     next_attempt_at timestamptz NOT NULL DEFAULT statement_timestamp(),
     CHECK ((status = 'INPROGRESS') = (lease_until IS NOT NULL))
 );
-
--- Every committed change of a row. Per row, seq is in commit order: an
--- update waits for the row's lock, so it draws its seq after the previous
--- update of the row committed.
-CREATE TABLE outbox_history (
-    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    event_id text NOT NULL,
-    old_status text NOT NULL,
-    new_status text NOT NULL,
-    old_generation bigint NOT NULL,
-    new_generation bigint NOT NULL,
-    lease_was_live boolean NOT NULL
-);
-
-CREATE FUNCTION outbox_history_record() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO outbox_history (event_id, old_status, new_status, old_generation, new_generation, lease_was_live)
-    VALUES (OLD.event_id, OLD.status, NEW.status, OLD.generation, NEW.generation,
-            coalesce(OLD.lease_until > clock_timestamp(), false));
-    RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER outbox_history AFTER UPDATE ON outbox_lab
-    FOR EACH ROW EXECUTE FUNCTION outbox_history_record();
 
 -- name: claim
 WITH candidate AS (
@@ -65,9 +50,19 @@ WHERE id = @id
 RETURNING id;
 
 -- name: retry
-UPDATE outbox_lab
+UPDATE outbox_lab AS o
 SET status = 'READY', lease_until = NULL,
     next_attempt_at = statement_timestamp() + interval '1 minute'
+FROM (SELECT id, generation FROM outbox_lab WHERE id = @id) AS g
+WHERE o.id = g.id
+  AND o.status = 'INPROGRESS'
+  AND g.generation = @generation
+  AND o.lease_until > clock_timestamp()
+RETURNING o.id;
+
+-- name: renew
+UPDATE outbox_lab
+SET lease_until = statement_timestamp() + interval '30 seconds'
 WHERE id = @id
   AND status = 'INPROGRESS'
   AND generation = @generation

@@ -1,0 +1,230 @@
+package concurrent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/outboxlab/faults"
+	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/sut"
+	"github.com/outboxlab/outboxlab/worker"
+)
+
+// Config is a concurrent run's budget. The run stops by itself: after
+// Histories histories of at most Ops operations each, or after Duration.
+type Config struct {
+	Workers   int           // worker processes
+	Events    int           // events enqueued at the start of each history
+	MaxEvents int           // the fixture actor enqueues more up to this many
+	Ops       int           // operations per history, the drain's excluded
+	Histories int           // histories per run
+	Duration  time.Duration // the whole run, checking included
+	Faults    bool          // kill, pause, lost requests and replies, restarts
+	Seed      uint64
+	// Hold is the longest an open claim transaction is held before its
+	// commit or rollback (a uniform draw below it): the window in which
+	// other workers' statements meet its row lock.
+	Hold         time.Duration
+	OpTimeout    time.Duration // every statement's limit
+	CheckTimeout time.Duration // porcupine's limit per history
+	HTMLDir      string        // where a failing history's HTML goes ("": the temp dir)
+	// NoCheck records histories without checking them: `outboxlab bench`
+	// measures the driver alone.
+	NoCheck bool
+}
+
+// Default is `outboxlab check --concurrent`'s budget: 40 histories of 200
+// operations, 3 workers over 3 events, faults on, at most a minute.
+func Default() Config {
+	return Config{Workers: 3, Events: 3, MaxEvents: 5, Ops: 200, Histories: 40, Duration: time.Minute,
+		Faults: true, Hold: 30 * time.Millisecond, OpTimeout: time.Second, CheckTimeout: 20 * time.Second}
+}
+
+// Runner runs the histories of one installed protocol.
+type Runner struct {
+	cfg     Config
+	srv     *pgserver.Server
+	inst    *sut.Instance
+	in      *faults.Injector // nil without faults
+	workers []*actor
+	rescuer *actor // nil without a rescue section
+	super   supervisor
+	// fixtureConn is the fixture actor's connection, kept across
+	// histories (nil until the first, and after a restart broke it).
+	fixtureConn *pgx.Conn
+}
+
+// NewRunner prepares a run: the fault proxies when cfg has faults, a
+// worker process per worker (each behind its own proxy) and the rescuer's.
+// Close ends them all.
+func NewRunner(srv *pgserver.Server, inst *sut.Instance, cfg Config) (*Runner, error) {
+	r := &Runner{cfg: cfg, srv: srv, inst: inst, super: supervisor{connString: inst.ConnString, schema: inst.Statements.Schema}}
+	if cfg.Faults {
+		in, err := faults.New(srv)
+		if err != nil {
+			return nil, err
+		}
+		r.in = in
+	}
+	for i := range cfg.Workers {
+		name := fmt.Sprintf("w%d", i+1)
+		cs := inst.ConnString
+		if r.in != nil {
+			cs = r.in.WorkerConnString(name)
+		}
+		r.workers = append(r.workers, &actor{name: name, client: i,
+			spec: worker.Spec{Name: name, ConnString: cs, Statements: inst.Statements, OpTimeout: cfg.OpTimeout}})
+	}
+	if inst.Proto.Has(sut.Rescue) {
+		// The rescuer connects directly: it is not a network fault's target.
+		r.rescuer = &actor{name: "rescuer", client: cfg.Workers + 1,
+			spec: worker.Spec{Name: "rescuer", ConnString: inst.ConnString, Statements: inst.Statements, OpTimeout: cfg.OpTimeout}}
+	}
+	return r, nil
+}
+
+// Close kills every process and removes the proxies.
+func (r *Runner) Close() {
+	for _, a := range r.actors() {
+		a.close()
+	}
+	if r.in != nil {
+		r.in.Close()
+	}
+	r.super.close()
+	if r.fixtureConn != nil {
+		(&fixtures{conn: r.fixtureConn}).close()
+	}
+}
+
+func (r *Runner) actors() []*actor {
+	if r.rescuer != nil {
+		return append(append([]*actor(nil), r.workers...), r.rescuer)
+	}
+	return r.workers
+}
+
+// Lanes of the history besides the workers': the fixture actor's, the
+// rescuer's and the fault loop's.
+func (r *Runner) fixtureClient() int { return r.cfg.Workers }
+func (r *Runner) faultClient() int   { return r.cfg.Workers + 2 }
+
+// history is one history in progress.
+type history struct {
+	r       *Runner
+	index   int
+	rec     *recorder
+	events  []string     // enqueued so far (the fixture actor adds more)
+	initial []string     // enqueued by the reset
+	ops     atomic.Int64 // operations left
+	end     time.Time
+	epoch   atomic.Int64 // raised at the start and at the end of each server restart
+	// restarting is set while the server restarts.
+	restarting atomic.Bool
+	hints      hints
+	fixtures   *fixtures
+	mu         sync.Mutex
+	ids        map[string]string // event -> its row's id in the state query
+	counts     map[string]int64  // claims acknowledged per event (protocols without a generation)
+	failure    *Failure          // a failure the driver saw itself
+	// concurrentOps and concurrentTime measure the concurrent part (for
+	// outboxlab bench): the operations recorded before the drain, and the
+	// time from the history's start to the last actor's end.
+	concurrentOps  int
+	concurrentTime time.Duration
+}
+
+func (h *history) hasGen() bool { return h.r.inst.Statements.HasGen }
+
+// take spends one operation of the budget; false when the history is over.
+func (h *history) take() bool {
+	h.mu.Lock()
+	failed := h.failure != nil
+	h.mu.Unlock()
+	return !failed && time.Now().Before(h.end) && h.ops.Add(-1) >= 0
+}
+
+func (h *history) countClaim(event string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.counts[event]++
+	return h.counts[event]
+}
+
+// fail records a failure the driver saw (a server error, a result the
+// format forbids, a hang) and stops the history.
+func (h *history) fail(rule, detail string) (model.Outcome, worker.Response, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failure == nil {
+		h.failure = &Failure{Rule: rule, Detail: detail}
+	}
+	return model.Outcome{}, worker.Response{}, false
+}
+
+// endBackend terminates a backend whose client is gone or cut, and waits
+// until the server has ended it, so that its statement can no longer
+// commit once its outcome is recorded as unknown. A restart since epoch
+// ended every backend already.
+func (r *Runner) endBackend(backend uint32, epoch int64, now *atomic.Int64) {
+	if backend == 0 {
+		return
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && now.Load() == epoch {
+		if r.super.end(backend) == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// supervisor is the run's own connection for ending backends, shared by
+// every actor and reconnected after a restart.
+type supervisor struct {
+	connString, schema string
+	mu                 sync.Mutex
+	conn               *pgx.Conn
+}
+
+func (s *supervisor) end(backend uint32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if s.conn == nil || s.conn.IsClosed() {
+		c, err := sut.Connect(ctx, s.connString, s.schema)
+		if err != nil {
+			return err
+		}
+		s.conn = c
+	}
+	err := worker.TerminateBackend(ctx, s.conn, backend)
+	if err == nil {
+		err = worker.AwaitBackendGone(ctx, s.conn, backend)
+	}
+	if err != nil {
+		s.dropConn()
+	}
+	return err
+}
+
+func (s *supervisor) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropConn()
+}
+
+func (s *supervisor) dropConn() {
+	if s.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		s.conn.Close(ctx)
+		cancel()
+		s.conn = nil
+	}
+}

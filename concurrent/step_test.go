@@ -1,0 +1,135 @@
+package concurrent
+
+import (
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/outboxlab/outboxlab/model"
+)
+
+// op is one recorded operation of a hand-written history.
+func op(client int, call, ret int64, o model.Op, out model.Outcome) porcupine.Operation {
+	return porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: Input{Op: o}, Output: Output{Out: out}}
+}
+
+var (
+	claimed = func(e string, gen int64) model.Outcome { return model.Outcome{Kind: model.Claimed, Event: e, Gen: gen} }
+	ok      = model.Outcome{Kind: model.OK}
+	applied = model.Outcome{Kind: model.Applied}
+	refused = model.Outcome{Kind: model.Rejected}
+	empty   = model.Outcome{Kind: model.Empty}
+	unknown = model.Outcome{Kind: model.Unknown}
+)
+
+func linearizable(t *testing.T, p model.Policy, events []string, h []porcupine.Operation) bool {
+	t.Helper()
+	return porcupine.CheckOperations(Model(p, events, true), h)
+}
+
+// TestStaleOutcomeBehindReclaim is the race of testdata/mutants/race_*: a stale
+// complete that waits behind a reclaim's open transaction and applies
+// once it commits has no linearization, under the lenient policy too; the
+// same complete rejected has one (while the lock is held, or after).
+func TestStaleOutcomeBehindReclaim(t *testing.T) {
+	lenient := model.Policy{Order: model.FIFO, Lenient: true}
+	history := func(out model.Outcome) []porcupine.Operation {
+		return []porcupine.Operation{
+			op(0, 0, 1, model.Op{Kind: model.ClaimOp, Worker: "w1"}, claimed("e1", 1)),
+			op(2, 2, 3, model.Op{Kind: model.Expire, Event: "e1"}, ok),
+			op(1, 4, 5, model.Op{Kind: model.Begin, Worker: "w2"}, claimed("e1", 2)),
+			op(0, 6, 9, model.Op{Kind: model.Complete, Worker: "w1", Event: "e1", Gen: 1}, out),
+			op(1, 7, 8, model.Op{Kind: model.Commit, Worker: "w2"}, ok),
+		}
+	}
+	if linearizable(t, lenient, []string{"e1"}, history(applied)) {
+		t.Error("a stale complete that landed on the new claim linearizes")
+	}
+	if !linearizable(t, lenient, []string{"e1"}, history(refused)) {
+		t.Error("a stale complete refused behind a reclaim does not linearize")
+	}
+	// Before the reclaim, the lenient policy lets the expired owner finish.
+	early := history(applied)[:2]
+	early = append(early, op(0, 4, 5, model.Op{Kind: model.Complete, Worker: "w1", Event: "e1", Gen: 1}, applied))
+	if !linearizable(t, lenient, []string{"e1"}, early) {
+		t.Error("under the lenient policy an expired owner's complete before any reclaim does not linearize")
+	}
+}
+
+// TestClaimSkipsOnlyRowsInFlight: a claim that passes over the first
+// eligible row linearizes only when another statement was changing that
+// row while it ran (MaySkip), as SKIP LOCKED does.
+func TestClaimSkipsOnlyRowsInFlight(t *testing.T) {
+	fifo := model.Policy{Order: model.FIFO}
+	skip := func(may []string) []porcupine.Operation {
+		claim := op(0, 0, 3, model.Op{Kind: model.ClaimOp, Worker: "w1"}, claimed("e2", 1))
+		claim.Input = Input{Op: claim.Input.(Input).Op, MaySkip: may}
+		return []porcupine.Operation{claim}
+	}
+	if linearizable(t, fifo, []string{"e1", "e2"}, skip(nil)) {
+		t.Error("a claim that skipped e1 with nothing else running linearizes")
+	}
+	if !linearizable(t, fifo, []string{"e1", "e2"}, skip([]string{"e1"})) {
+		t.Error("a claim that skipped e1 while a statement changed e1 does not linearize")
+	}
+}
+
+// TestUnknownCommitAfterKill: a Commit whose outcome is unknown because
+// its worker was killed (the transaction already rolled back) did
+// nothing; a Commit reported ok after the kill has no linearization.
+func TestUnknownCommitAfterKill(t *testing.T) {
+	fifo := model.Policy{Order: model.FIFO}
+	history := func(out model.Outcome) []porcupine.Operation {
+		return []porcupine.Operation{
+			op(0, 0, 1, model.Op{Kind: model.Begin, Worker: "w1"}, claimed("e1", 1)),
+			op(3, 2, 3, model.Op{Kind: model.Kill, Worker: "w1"}, ok),
+			op(0, 4, 5, model.Op{Kind: model.Commit, Worker: "w1"}, out),
+			op(1, 6, 7, model.Op{Kind: model.ClaimOp, Worker: "w2"}, claimed("e1", 1)),
+		}
+	}
+	if !linearizable(t, fifo, []string{"e1"}, history(unknown)) {
+		t.Error("an unknown commit after its worker's kill does not linearize")
+	}
+	if linearizable(t, fifo, []string{"e1"}, history(ok)) {
+		t.Error("a commit reported ok after its worker's kill linearizes")
+	}
+}
+
+// TestShrinkKeepsTheRace: a history with the race and unrelated traffic
+// around it shrinks to the race, whose witness fails on its own.
+func TestShrinkKeepsTheRace(t *testing.T) {
+	lenient := model.Policy{Order: model.FIFO, Lenient: true}
+	h := []porcupine.Operation{
+		op(0, 0, 1, model.Op{Kind: model.ClaimOp, Worker: "w1"}, claimed("e1", 1)),
+		op(3, 0, 1, model.Op{Kind: model.ClaimOp, Worker: "w3"}, claimed("e2", 1)),
+		op(3, 1, 2, model.Op{Kind: model.Complete, Worker: "w3", Event: "e2", Gen: 1}, applied),
+		op(2, 2, 3, model.Op{Kind: model.Expire, Event: "e1"}, ok),
+		op(1, 4, 5, model.Op{Kind: model.Begin, Worker: "w2"}, claimed("e1", 2)),
+		op(3, 4, 5, model.Op{Kind: model.ClaimOp, Worker: "w3"}, empty),
+		op(0, 6, 9, model.Op{Kind: model.Complete, Worker: "w1", Event: "e1", Gen: 1}, applied),
+		op(1, 7, 8, model.Op{Kind: model.Commit, Worker: "w2"}, ok),
+		op(3, 10, 11, model.Op{Kind: model.ClaimOp, Worker: "w3"}, empty),
+	}
+	mk := func(events []string) porcupine.Model { return Model(lenient, events, true) }
+	witness, events, part := shrink(mk, []string{"e1", "e2"}, h, 10*time.Second)
+	if porcupine.CheckOperations(mk([]string{"e1", "e2"}), witness) {
+		t.Fatalf("the witness linearizes: %v", lines(witness))
+	}
+	want := []string{"w1.Claim() -> claimed e1 gen=1", "Expire(e1) -> ok", "w2.Begin() -> claimed e1 gen=2", "w1.Complete(e1, gen=1) -> applied"}
+	var got []string
+	for _, o := range part {
+		got = append(got, describe(o.Input.(Input), o.Output.(Output)))
+	}
+	if len(events) != 1 || len(got) > len(want)+1 {
+		t.Fatalf("shrunk to events %v and %v, want e1 and %v", events, got, want)
+	}
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			t.Errorf("shrunk part %v lacks %q", got, w)
+		}
+	}
+}

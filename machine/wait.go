@@ -1,0 +1,220 @@
+package machine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/worker"
+	"pgregory.net/rapid"
+)
+
+// Waiting steps. A complete, retry or renew sent to a row that another
+// worker's open claim transaction holds (a reclaim in Begin) may wait on
+// that row lock. The machine lets it: the step's line says so
+//
+//	4. w1.Complete(e1, gen=1) -> waiting on w2
+//
+// and the machine goes on with other steps. When the holder commits, rolls
+// back or is killed, the waiting statement finishes, and its outcome is
+// judged against the model's state after the holder's step (the contract's
+// rule: the row as it is when the wait ends), on a line of its own:
+//
+//	5. w2.Commit() -> ok
+//	   then w1.Complete(e1, gen=1) -> applied   // model: rejected
+//
+// That is how a guard read from the statement's snapshot (a subquery, a
+// CTE) shows: PostgreSQL re-checks only the target row's own predicate
+// after the wait, and the stale outcome lands on the new claim.
+//
+// At most one step waits at a time, no network fault is armed while one
+// does and no server restart runs: the wait ends only by its holder's
+// commit, rollback or kill, so the model knows exactly when.
+
+// thenPrefix starts the line of a waiting step's end: not a numbered step
+// (replaying the holder's step ends the wait again).
+const thenPrefix = "then "
+
+// mayWaitNow reports whether a waiting step may be drawn or replayed now.
+func (r *run) mayWaitNow() bool {
+	return !r.h.Cfg.NoWaitingSteps && r.waiting == nil && !r.faultPending && !r.draining
+}
+
+// waitsOn is the worker whose open transaction op would wait on, when op
+// may be sent as a waiting step now: every model state must agree on it.
+func (r *run) waitsOn(op model.Op) string {
+	if !r.mayWaitNow() || r.h.pool.Stale(op.Worker) {
+		// A connection a fault broke answers with an error, not a wait.
+		return ""
+	}
+	on := r.states[0].WaitsOn(op)
+	for _, s := range r.states[1:] {
+		if s.WaitsOn(op) != on {
+			return ""
+		}
+	}
+	return on
+}
+
+// race is the race action: the step that brings a waiting step's race
+// closer, when there is one to take: the commit of the reclaim a step
+// waits on; else a complete, retry or renew that would wait on a
+// reclaim's open transaction, if one can; else the reclaim in an open
+// transaction itself, when an expired row has a stale owner to wait
+// on it; else the expiry of a committed claim whose owner could then
+// wait; else it skips. One action rather than two: an action that mostly
+// skips makes rapid likelier to find no valid action in a step.
+func (r *run) race(t *rapid.T) {
+	if w := r.waitOn; r.waiting != nil && r.running(w) {
+		// The race's last step: the reclaim commits, and the step that
+		// waited on it is judged against the new claim.
+		r.exec(model.Op{Kind: model.Commit, Worker: w}, func() model.Outcome { return r.runEndTx(w, model.Commit) })
+		return
+	}
+	if cands := r.waitingOutcomes(); len(cands) > 0 {
+		op := pick(t, "waiting", cands)
+		r.exec(op, func() model.Outcome { return r.runOutcome(op) })
+		return
+	}
+	r.reclaimInTx(t)
+}
+
+// waitingOutcomes are the complete, retry and renew steps that would wait
+// on another worker's open claim transaction now.
+func (r *run) waitingOutcomes() []model.Op {
+	kinds := []model.Kind{model.Complete, model.Retry}
+	if r.h.Inst.Proto.Has("renew") {
+		kinds = append(kinds, model.Renew)
+	}
+	// The owner of the row's last committed claim: its statement finds
+	// the row INPROGRESS at its generation and so waits for the lock
+	// (an older owner's is rejected at once, without waiting).
+	s := r.model()
+	var cands []model.Op
+	for _, c := range s.Claims {
+		i := rowIndex(s, c.Event)
+		if i < 0 || s.Rows[i].Status != model.InProgress || s.Rows[i].Gen != c.Gen ||
+			!r.running(c.Worker) || r.inTx(c.Worker) || r.busy(c.Worker) {
+			continue
+		}
+		for _, k := range kinds {
+			if op := (model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen}); r.waitsOn(op) != "" {
+				cands = append(cands, op)
+			}
+		}
+	}
+	return cands
+}
+
+// reclaimInTx is a Begin drawn only when a row has an expired lease and
+// a stale claim of another running worker on it: the open reclaim a
+// waiting step needs, which a Begin drawn at any time rarely makes.
+// (Under fifo another row may come first: the Begin then takes that one.)
+func (r *run) reclaimInTx(t *rapid.T) {
+	s := r.model()
+	owners := map[string]bool{}
+	for _, c := range s.Claims {
+		if i := rowIndex(s, c.Event); i >= 0 && s.Rows[i].Status == model.InProgress && s.Rows[i].Gen == c.Gen &&
+			!s.Rows[i].LeaseLive && s.Rows[i].LockedBy == "" && r.running(c.Worker) {
+			owners[c.Worker] = true
+		}
+	}
+	if len(owners) == 0 {
+		r.expireForRace(t)
+		return
+	}
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) && !owners[w] }))
+	r.exec(model.Op{Kind: model.Begin, Worker: w}, func() model.Outcome { return r.runClaim(w, model.Begin) })
+}
+
+// expireForRace expires the live lease of a committed claim whose owner
+// runs, outside a transaction, and so could later wait on the reclaim: the
+// race's first step after a claim. It skips when there is none.
+func (r *run) expireForRace(t *rapid.T) {
+	s := r.model()
+	var cands []string
+	for _, c := range s.Claims {
+		if i := rowIndex(s, c.Event); i >= 0 && s.Rows[i].Status == model.InProgress && s.Rows[i].Gen == c.Gen &&
+			s.Rows[i].LeaseLive && s.Rows[i].LockedBy == "" && r.running(c.Worker) && !r.inTx(c.Worker) &&
+			!slices.Contains(cands, c.Event) {
+			cands = append(cands, c.Event)
+		}
+	}
+	e := pick(t, "event", cands)
+	r.exec(model.Op{Kind: model.Expire, Event: e}, func() model.Outcome { return r.runFixture(model.Expire, e) })
+}
+
+// busy reports whether w has a waiting statement outstanding: it can take
+// no other step until the wait ends.
+func (r *run) busy(w string) bool { return r.waiting != nil && r.waiting.Worker == w }
+
+// endsWait reports whether op ends the transaction the waiting step waits on.
+func (r *run) endsWait(op model.Op) bool {
+	if r.waiting == nil || op.Worker != r.waitOn {
+		return false
+	}
+	return op.Kind == model.Commit || op.Kind == model.Rollback || op.Kind == model.Kill
+}
+
+// startWait sends op; if it answers at once it is an ordinary step (the
+// model allows only rejected: it cannot have touched the locked row),
+// otherwise it is left waiting on on.
+func (r *run) startWait(op model.Op, on string) model.Outcome {
+	id, ok := r.claimIDs[model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}]
+	if !ok {
+		r.t.Fatalf("harness: %v: %s never received that claim", op, op.Worker)
+	}
+	// The server is asked whether the worker's backend waits: it must be
+	// connected already (a fault's broken connection is made afresh).
+	if err := r.h.connected(op.Worker); err != nil {
+		r.t.Fatalf("harness: %s before %v: %v", op.Worker, op, err)
+	}
+	p := r.h.pool.Get(op.Worker)
+	req := worker.Request{Op: strings.ToLower(string(op.Kind)), ID: id, Gen: op.Gen}
+	var resp worker.Response
+	var err error
+	r.h.timed(func() { resp, err = p.StartWatched(req, lockProbeInterval, r.h.waitsOnLock) })
+	r.h.pool.Used(op.Worker)
+	if errors.Is(err, worker.ErrBlocked) {
+		r.waiting, r.waitOn = &op, on
+		r.h.waiter = op.Worker
+		out := model.Outcome{Kind: model.Waiting, On: on}
+		r.log(fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, out)))
+		r.countCoverage(op, out)
+		return out
+	}
+	got := r.outcomeOf(r.answer(op.Worker, op, resp, err, false))
+	next, got := r.judge(op, got, fmt.Sprintf("%3d. ", r.stepNumber()))
+	r.observe(op, got, next...)
+	return got
+}
+
+// finishWait runs after the holder's step, whose possible states are
+// next: the waiting statement's answer is read and judged from them, and
+// the rows are read once, after both.
+func (r *run) finishWait(next []model.State) {
+	op := *r.waiting
+	defer r.traceBegin(op)() // the report shows the wait's end as a step of its own
+	r.waiting, r.waitOn, r.h.waiter = nil, "", ""
+	r.states = next
+	r.waitEnded = next[0].View(r.hasGen())
+	var resp worker.Response
+	var err error
+	r.h.timed(func() { resp, err = r.h.pool.Get(op.Worker).AwaitWaiting() })
+	got := r.outcomeOf(r.answer(op.Worker, op, resp, err, false))
+	next, got = r.judge(op, got, "     "+thenPrefix)
+	r.observe(op, got, next...)
+}
+
+// outcomeOf is a complete's, retry's or renew's answer in the model's terms.
+func (r *run) outcomeOf(resp worker.Response, unknown bool) model.Outcome {
+	switch {
+	case unknown:
+		return model.Outcome{Kind: model.Unknown}
+	case resp.Applied:
+		return model.Outcome{Kind: model.Applied}
+	}
+	return model.Outcome{Kind: model.Rejected}
+}

@@ -1,0 +1,73 @@
+package model
+
+import (
+	"slices"
+	"testing"
+)
+
+// A stale owner's complete sent while a reclaim holds its row in an open
+// transaction: the model lets it run (Precondition), names the holder
+// (WaitsOn), allows only rejected if it answers at once (it cannot have
+// touched the locked row), and judges it after the wait from the state
+// the holder's end leaves: rejected after the reclaim commits, under both
+// policies; under the lenient policy after a rollback, applied or
+// rejected (the expired claim is current again, and nobody has taken it).
+func TestWaitingSteps(t *testing.T) {
+	reclaimOpen := []string{
+		"Enqueue(e1) -> ok",
+		"w2.Claim() -> claimed e1 gen=1",
+		"Expire(e1) -> ok",
+		"w1.Begin() -> claimed e1 gen=2",
+	}
+	stale := mustOp(t, "w2.Complete(e1, gen=1)")
+	for _, lenient := range []bool{false, true} {
+		s := playFrom(t, NewWith(Policy{Order: FIFO, Lenient: lenient}), reclaimOpen...)
+		if err := s.Precondition(stale); err != nil {
+			t.Fatalf("lenient=%v: Precondition(%s) = %v, want nil: a waiting step may run", lenient, stale, err)
+		}
+		if got := s.WaitsOn(stale); got != "w1" {
+			t.Errorf("lenient=%v: WaitsOn(%s) = %q, want w1", lenient, stale, got)
+		}
+		if got := outcomes(s.Step(stale)); !slices.Equal(got, []string{"rejected"}) {
+			t.Errorf("lenient=%v: %s answering at once may be %q, want only rejected", lenient, stale, got)
+		}
+		committed := playFrom(t, s, "w1.Commit() -> ok")
+		if got := committed.WaitsOn(stale); got != "" {
+			t.Errorf("lenient=%v: after the commit WaitsOn = %q, want none", lenient, got)
+		}
+		if got := outcomes(committed.Step(stale)); !slices.Equal(got, []string{"rejected"}) {
+			t.Errorf("lenient=%v: after the reclaim commits %s may be %q, want only rejected", lenient, stale, got)
+		}
+		rolledBack := playFrom(t, s, "w1.Rollback() -> ok")
+		want := []string{"rejected"}
+		if lenient {
+			want = []string{"applied", "rejected"}
+		}
+		got := outcomes(rolledBack.Step(stale))
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("lenient=%v: after the reclaim rolls back %s may be %q, want %q", lenient, stale, got, want)
+		}
+	}
+	// Fixtures run on the harness's own connection: one behind a lock is
+	// still refused, and no outcome step of a worker without a claim waits.
+	s := playFrom(t, New(FIFO), reclaimOpen...)
+	if s.Precondition(mustOp(t, "Expire(e1)")) == nil {
+		t.Error("Expire behind an open claim transaction: Precondition = nil, want refused")
+	}
+	if got := s.WaitsOn(mustOp(t, "Expire(e1)")); got != "" {
+		t.Errorf("WaitsOn(Expire(e1)) = %q, want none: fixtures never wait", got)
+	}
+}
+
+func TestWaitingOutcomeRoundTrip(t *testing.T) {
+	out := Outcome{Kind: Waiting, On: "w2"}
+	line := FormatStep(mustOp(t, "w1.Complete(e1, gen=1)"), out)
+	if line != "w1.Complete(e1, gen=1) -> waiting on w2" {
+		t.Fatalf("FormatStep = %q", line)
+	}
+	_, back, err := ParseStep(line)
+	if err != nil || !back.Equal(out) {
+		t.Fatalf("ParseStep(%q) = %v, %v; want %v", line, back, err, out)
+	}
+}

@@ -1,0 +1,75 @@
+package outboxlab
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/outboxlab/outboxlab/search"
+)
+
+// The race mutants (testdata/mutants/race_*.sql, see RACES.md) read a
+// lenient protocol's generation guard from the statement's snapshot: a
+// stale outcome that waits behind a reclaim's open transaction lands on the
+// new claim, because PostgreSQL re-checks only the target row's own
+// predicate after the wait. Only a waiting step shows it.
+
+// isRace reports whether m is one of the race mutants.
+func isRace(m protocolFile) bool { return strings.HasPrefix(m.name, "race_") }
+
+// maxRaceSteps is the longest a race's counterexample may be: a claim, its
+// expiry, the reclaim in an open transaction, the stale outcome that waits
+// on it, and the reclaim's commit.
+const maxRaceSteps = 6
+
+// checkRaceCatch holds a race mutant's counterexample (TestMutantsCaught)
+// to what it must show: the waiting step, in at most maxRaceSteps steps.
+func checkRaceCatch(t *testing.T, m protocolFile, r measured) {
+	t.Helper()
+	program := strings.Join(r.program, "\n")
+	if !strings.Contains(program, " -> waiting on ") {
+		t.Errorf("the race mutant %s was caught without a waiting step:\n%s", m.name, program)
+	}
+	if r.steps > maxRaceSteps {
+		t.Errorf("the race mutant %s was caught in %d steps, want at most %d:\n%s", m.name, r.steps, maxRaceSteps, program)
+	}
+}
+
+// TestRacesNeedWaitingSteps: the machine that skips every step that would
+// wait (as it did before waiting steps; `outboxlab check --waiting=false`)
+// misses a race mutant of each section, and so do the six scenarios: one
+// step at a time the stale outcome's snapshot already shows the new
+// generation. The mutants are caught with waiting steps in
+// TestMutantsCaught.
+func TestRacesNeedWaitingSteps(t *testing.T) {
+	honestSearch(t)
+	for _, name := range []string{"race_complete_subquery", "race_retry_cte", "race_renew_join"} {
+		m := protocolFileNamed(t, mutantDir, name)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if fails := failedScenarios(t, m.path); len(fails) > 0 {
+				t.Errorf("the six scenarios catch %s (%v): it no longer needs a waiting step", name, fails)
+			}
+			cfg := mutantConfig()
+			cfg.NoWaitingSteps = true
+			h := harness(t, m.path, cfg)
+			if c := search.Measure(t.Name(), h, h.Check); c.Caught {
+				t.Errorf("without waiting steps the machine still catches %s: %v\n%s", name, c.Failure, strings.Join(c.Program, "\n"))
+			}
+			if n := h.Coverage.Counts()["waiting_step"]; n != 0 {
+				t.Errorf("with waiting steps off the machine took %d", n)
+			}
+		})
+	}
+}
+
+// protocolFileNamed is the protocol file dir/name.sql, as protocolFiles reads it.
+func protocolFileNamed(t *testing.T, dir, name string) protocolFile {
+	t.Helper()
+	for _, m := range protocolFiles(t, dir) {
+		if m.name == name {
+			return m
+		}
+	}
+	t.Fatalf("no %s.sql in %s", name, dir)
+	return protocolFile{}
+}

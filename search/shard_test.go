@@ -1,0 +1,137 @@
+package search
+
+import (
+	"flag"
+	"slices"
+	"strconv"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestShardsSplitTheSeeds: the N shards of a run of C checks from seed S
+// run disjoint sets of seeds whose union is exactly the unsharded run's.
+// What a check ran from is observed, not computed: each check records
+// rapid's first draw, a function of its seed, so the test holds the shard
+// arithmetic to what rapid itself does. The mutant linearSeeds (check i
+// from S+i, the obvious guess at rapid's sequence) must fail the same
+// comparison.
+func TestShardsSplitTheSeeds(t *testing.T) {
+	const base, checks = 4721420954342791, 23
+	whole := wholeRunDraws(t, base, checks)
+	if len(whole) != checks {
+		t.Fatalf("the unsharded run drew %d distinct first values, want %d", len(whole), checks)
+	}
+	for _, n := range []int{1, 2, 3, 7, checks} {
+		var union []uint64
+		var seeds []uint64
+		for k := 1; k <= n; k++ {
+			s, err := Shard{K: k, N: n}.Seeds(base, checks)
+			if err != nil {
+				t.Fatalf("shard %d/%d: %v", k, n, err)
+			}
+			seeds = append(seeds, s...)
+			union = append(union, drawsOf(s)...)
+		}
+		if dup := firstDuplicate(seeds); dup != nil {
+			t.Fatalf("N=%d: seed %d is in two shards", n, *dup)
+		}
+		if !sameSet(union, whole) {
+			t.Fatalf("N=%d: the shards' checks drew %v, the unsharded run %v", n, sorted(union), sorted(whole))
+		}
+	}
+	if sameSet(drawsOf(linearSeeds(base, checks)), whole) {
+		t.Fatal("mutant linearSeeds (check i from base+i) matched the unsharded run: the comparison cannot fail")
+	}
+}
+
+func linearSeeds(base uint64, checks int) []uint64 {
+	var out []uint64
+	for i := range checks {
+		out = append(out, base+uint64(i))
+	}
+	return out
+}
+
+// wholeRunDraws runs rapid as an unsharded run does: one rapid.Check of
+// checks checks from base.
+func wholeRunDraws(t *testing.T, base uint64, checks int) []uint64 {
+	budget := checks
+	if testing.Short() {
+		budget *= 5 // as verdict.Run does: rapid divides by 5 under -short
+	}
+	restore := setFlags(t, map[string]string{"rapid.seed": strconv.FormatUint(base, 10), "rapid.checks": strconv.Itoa(budget)})
+	defer restore()
+	var draws []uint64
+	NewRecordingTB("whole").RunProperty(func(t *rapid.T) { draws = append(draws, rapid.Uint64().Draw(t, "x")) })
+	return draws
+}
+
+// drawsOf runs one check from each seed, as a shard does (EachSeed).
+func drawsOf(seeds []uint64) []uint64 {
+	var draws []uint64
+	EachSeed(seeds, func() bool {
+		NewRecordingTB("shard").RunProperty(func(t *rapid.T) { draws = append(draws, rapid.Uint64().Draw(t, "x")) })
+		return true
+	})
+	return draws
+}
+
+func setFlags(t *testing.T, set map[string]string) (restore func()) {
+	saved := map[string]string{}
+	for name, value := range set {
+		saved[name] = flag.Lookup(name).Value.String()
+		if err := flag.Set(name, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() {
+		for name, value := range saved {
+			flag.Set(name, value)
+		}
+	}
+}
+
+func sameSet(a, b []uint64) bool { return slices.Equal(sorted(a), sorted(b)) }
+
+func sorted(a []uint64) []uint64 { a = slices.Clone(a); slices.Sort(a); return a }
+
+func firstDuplicate(a []uint64) *uint64 {
+	seen := map[uint64]bool{}
+	for _, v := range a {
+		if seen[v] {
+			return &v
+		}
+		seen[v] = true
+	}
+	return nil
+}
+
+// TestShardRanges: every shard gets checks/N or one more, the ranges
+// follow each other, and a bad K/N or an empty shard is refused.
+func TestShardRanges(t *testing.T) {
+	for _, c := range []struct{ checks, n int }{{100, 8}, {10, 3}, {5, 5}, {7, 1}} {
+		next := 0
+		for k := 1; k <= c.n; k++ {
+			lo, hi := Shard{K: k, N: c.n}.Range(c.checks)
+			if lo != next || hi-lo < c.checks/c.n || hi-lo > c.checks/c.n+1 {
+				t.Errorf("%d checks, shard %d/%d: range [%d,%d) after %d", c.checks, k, c.n, lo, hi, next)
+			}
+			next = hi
+		}
+		if next != c.checks {
+			t.Errorf("%d checks in %d shards cover %d", c.checks, c.n, next)
+		}
+	}
+	for _, bad := range []string{"", "1", "0/2", "3/2", "1/0", "-1/2", "1/-2", "a/b", "1/2/3", " 1/2", "+1/2"} {
+		if _, err := ParseShard(bad); err == nil {
+			t.Errorf("ParseShard(%q) accepted", bad)
+		}
+	}
+	if s, err := ParseShard("3/8"); err != nil || s != (Shard{K: 3, N: 8}) {
+		t.Errorf("ParseShard(3/8) = %v, %v", s, err)
+	}
+	if _, err := (Shard{K: 3, N: 4}).Seeds(1, 2); err == nil {
+		t.Error("shard 3/4 of 2 checks: no error for an empty shard")
+	}
+}

@@ -1,0 +1,198 @@
+package verdict
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/search"
+	"github.com/outboxlab/outboxlab/sut"
+)
+
+// Run is one protocol's search: the machine's configuration and the budget.
+type Run struct {
+	Cfg machine.Config
+	// Seed is the seed of the first check of the whole budget (not 0).
+	Seed uint64
+	// Checks is the whole budget in checks, before sharding, as rapid runs
+	// them (under -short, what is left after rapid's division by 5).
+	Checks int
+	// Steps is rapid.steps, the average steps per check (0: rapid's flag as it is).
+	Steps int
+	// Shard is the part of the budget this run takes (zero: all of it).
+	Shard search.Shard
+	// Shrink bounds rapid's shrinking, used when a counterexample cannot be
+	// replayed (0: 30s).
+	Shrink time.Duration
+	// Profile asks for a verdict per property instead of one.
+	Profile bool
+	// Progress, when set, gets a line on the search every few seconds.
+	Progress io.Writer
+	// OnFailure, when set, is called with the harness and the shrunk
+	// counterexample of a failed check before the harness closes (the hook
+	// for artefacts written from a replay, such as a report).
+	OnFailure func(h *machine.Harness, c search.Catch)
+}
+
+// Check runs the search (or the profile) on an installed protocol. rapid's
+// flags must be usable (under go test, or after testing.Init and flag
+// parsing); Check sets the budget in them and restores them.
+func Check(srv *pgserver.Server, inst *sut.Instance, r Run) Result {
+	res := Result{Protocol: inst.Proto.Name, Seed: r.Seed, Counterexample: []string{}, Coverage: map[string]int{}, NotExercised: NotExercised(inst.Proto)}
+	if !r.Shard.Whole() {
+		res.Shard = r.Shard.String()
+	}
+	seeds, err := r.seeds()
+	if err != nil {
+		res.Result, res.Error = Error, err.Error()
+		return res
+	}
+	defer r.setFlags()()
+	h, done, err := startHarness(srv, inst, r.Cfg)
+	if err != nil {
+		res.Result, res.Error = Error, err.Error()
+		return res
+	}
+	defer done()
+	s := search.Searcher{Harness: h, Seeds: seeds}
+	stop := showProgress(h, inst.Proto.Name, r.shardChecks(), r.Progress)
+	start := time.Now()
+	if r.Profile {
+		res = profile(s, r, res)
+	} else {
+		res = check(s, r, res)
+	}
+	stop()
+	res.Seconds = time.Since(start).Seconds()
+	return res
+}
+
+func check(s search.Searcher, r Run, res Result) Result {
+	c := s.Search("outboxlab check "+s.Inst.Proto.Name, r.Shrink)
+	res.Checks, res.Steps, _ = s.Stats()
+	res.Coverage = s.Coverage.Counts()
+	required := machine.RequiredClasses(r.Cfg, s.Inst.Proto.Policy(), s.Inst.Proto.Has, s.Srv.Owned())
+	switch v := c.Failure; {
+	case !c.Caught:
+		res.Result = Pass
+		if res.Uncovered = s.Coverage.Missing(required); len(res.Uncovered) > 0 {
+			res.Result = Inconclusive
+		}
+	case v != nil:
+		res.Result = Fail
+		res.Violation = v.Rule
+		res.Counterexample = c.Program
+		res.CounterexampleSteps = c.Steps()
+		res.Checks = c.Checks
+		res.Reproduce = Reproduce(s.Inst.Proto, c.FailingSeed(r.Seed), r.Cfg)
+		if r.OnFailure != nil {
+			r.OnFailure(s.Harness, c)
+		}
+	default:
+		res.Result = Error
+		res.Error = firstLine(c.Report)
+	}
+	return res
+}
+
+// seeds are the shard's seeds, nil for the whole budget.
+func (r Run) seeds() ([]uint64, error) {
+	if r.Seed == 0 {
+		return nil, fmt.Errorf("a run needs a seed other than 0")
+	}
+	if r.Shard.Whole() {
+		return nil, nil
+	}
+	return r.Shard.Seeds(r.Seed, r.Checks)
+}
+
+func (r Run) shardChecks() int {
+	lo, hi := r.Shard.Range(r.Checks)
+	return hi - lo
+}
+
+// setFlags puts the budget in rapid's flags, which rapid reads when a
+// check starts, and returns what restores them. Fail files are off: a
+// failure is kept as its program, and a fail file's replay would end
+// every later run at its first check.
+func (r Run) setFlags() (restore func()) {
+	checks := r.Checks
+	if testing.Short() {
+		checks *= 5 // rapid divides by 5 under -short
+	}
+	set := map[string]string{
+		"rapid.seed":       strconv.FormatUint(r.Seed, 10),
+		"rapid.checks":     strconv.Itoa(checks),
+		"rapid.nofailfile": "true",
+	}
+	if r.Steps > 0 {
+		set["rapid.steps"] = strconv.Itoa(r.Steps)
+	}
+	saved := map[string]string{}
+	for name, value := range set {
+		f := flag.CommandLine.Lookup(name)
+		saved[name] = f.Value.String()
+		f.Value.Set(value)
+	}
+	return func() {
+		for name, value := range saved {
+			flag.CommandLine.Set(name, value)
+		}
+	}
+}
+
+// startHarness is a harness for one protocol, with the faults attached
+// when cfg has them; done closes both.
+func startHarness(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config) (h *machine.Harness, done func(), err error) {
+	h = machine.New(srv, inst, cfg)
+	if !cfg.Faults {
+		return h, h.Close, nil
+	}
+	detach, err := h.AttachFaults()
+	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	return h, func() { detach(); h.Close() }, nil
+}
+
+// Reproduce is the command that runs the failing check alone: its seed, a
+// budget of one check, and whatever else changes the program drawn (the
+// steps, the workers, the faults). Under -short rapid halves the steps, so
+// the command asks for that many.
+func Reproduce(p *sut.Protocol, seed uint64, cfg machine.Config) string {
+	arg := p.Name
+	if !strings.HasPrefix(p.File, "builtin/") {
+		arg = p.File
+	}
+	cmd := fmt.Sprintf("outboxlab check --checks 1 --seed %d", seed)
+	if steps := EffectiveSteps(); steps != 30 {
+		cmd += fmt.Sprintf(" --steps %d", steps)
+	}
+	if def := machine.Default(); cfg.MaxWorkers != def.MaxWorkers {
+		cmd += fmt.Sprintf(" --workers %d", cfg.MaxWorkers)
+	}
+	if !cfg.Faults {
+		cmd += " --faults=false"
+	}
+	if cfg.NoWaitingSteps {
+		cmd += " --waiting=false"
+	}
+	return cmd + " " + arg
+}
+
+// EffectiveSteps is the average steps per check a check draws now: rapid's
+// flag, halved under -short as rapid's Repeat does.
+func EffectiveSteps() int {
+	steps, _ := strconv.Atoi(flag.CommandLine.Lookup("rapid.steps").Value.String())
+	if testing.Short() {
+		steps /= 2
+	}
+	return steps
+}
