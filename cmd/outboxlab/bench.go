@@ -21,6 +21,9 @@ import (
 const nightlyChecks = 100_000
 
 func runBench(args []string, stdout, stderr io.Writer) int {
+	if wantsBacklog(args) {
+		return runBacklog(args, stdout, stderr) // backlog.go
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
@@ -28,6 +31,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab bench [--json] [--quick] [--cpuprofile FILE]")
+		fmt.Fprintln(fs.Output(), "       outboxlab bench --backlog [flags] [PROTOCOL ...]   (the claim under a backlog: bench --backlog -h)")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, stdout); !ok {

@@ -22,6 +22,7 @@ const usage = `usage:
   outboxlab check [flags] [PROTOCOL ...]      run the state machine (default: leased baseline)
   outboxlab scenarios [--json] [PROTOCOL ...]  run the article's six scenario tests
   outboxlab bench [--json]                     measure the suite against the SQL floor
+  outboxlab bench --backlog [PROTOCOL ...]     a protocol's claim as its table grows (default: leased)
 
 PROTOCOL is a protocol file or a built-in name (leased, baseline).
 Run "outboxlab COMMAND -h" for a command's flags.
