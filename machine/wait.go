@@ -195,19 +195,56 @@ func (r *run) startWait(op model.Op, on string) model.Outcome {
 // finishWait runs after the holder's step, whose possible states are
 // next: the waiting statement's answer is read and judged from them, and
 // the rows are read once, after both.
-func (r *run) finishWait(next []model.State) {
+func (r *run) finishWait(holderOp model.Op, next []model.State) {
 	op := *r.waiting
 	r.traceStates(next, nil) // the holder's step, in the report: the model after it
+	for _, s := range next {
+		r.waitEnded = append(r.waitEnded, r.rowsAfter(holderOp, s))
+	}
 	r.waiting, r.waitOn, r.h.waiter = nil, "", ""
 	r.states = next
 	defer r.traceBegin(op)() // the report shows the wait's end as a step of its own
-	r.waitEnded = next[0].View(r.hasGen())
 	var resp worker.Response
 	var err error
 	r.h.timed(func() { resp, err = r.h.pool.Get(op.Worker).AwaitWaiting() })
 	got := r.outcomeOf(r.answer(op.Worker, op, resp, err, false))
 	next, got = r.judge(op, got, "     "+thenPrefix)
 	r.observe(op, got, next...)
+}
+
+// rowsAfter is what the harness would have read after the holder's step,
+// had the waiting statement not run at once: the rows as last read, but
+// those the holder's commit made visible (the rows its claim took or
+// buried), as the model state next has them after it. A rollback or kill
+// changes no committed row.
+func (r *run) rowsAfter(holderOp model.Op, next model.State) []model.RowView {
+	before := viewsOf(r.rows)
+	if holderOp.Kind != model.Commit {
+		return before
+	}
+	changed := map[string]bool{}
+	for _, p := range r.model().Pending {
+		if p.Worker != holderOp.Worker {
+			continue
+		}
+		changed[p.Event] = p.Event != ""
+		for _, g := range p.More {
+			changed[g.Event] = true
+		}
+		for _, e := range p.Bury {
+			changed[e] = true
+		}
+	}
+	after := map[string]model.RowView{}
+	for _, v := range next.View(r.hasGen()) {
+		after[v.Event] = v
+	}
+	for i, v := range before {
+		if a, ok := after[v.Event]; ok && changed[v.Event] {
+			before[i] = a
+		}
+	}
+	return before
 }
 
 // outcomeOf is a complete's, retry's or renew's answer in the model's terms.
