@@ -245,7 +245,7 @@ func measureProtocol(t *testing.T, m protocolFile, cfg machine.Config, seed *uin
 	}
 	c := search.On(h).Minimize(search.Measure(t.Name(), h, h.Check), budget)
 	if c.Caught && c.Failure == nil {
-		t.Fatalf("the state machine failed without a violation (a harness error):\n%s", c.Report)
+		t.Fatalf("the state machine failed without a violation (a harness error):\n%s\n%s", c.Report, strings.Join(h.Program(), "\n"))
 	}
 	r.caught, r.checks, r.toFind, r.total, r.steps, r.program = c.Caught, c.Checks, c.ToFind, c.Total, c.Steps(), c.Program
 	if !cfg.Faults && slices.ContainsFunc(c.Program, func(l string) bool { return strings.Contains(l, " -> unknown") }) {

@@ -64,10 +64,18 @@ func (r *run) waitsOn(op model.Op) string {
 // reclaim's open transaction, if one can; else the reclaim in an open
 // transaction itself, when an expired row has a stale owner to wait
 // on it; else the expiry of a committed claim whose owner could then
-// wait; else it skips. One action rather than two: an action that mostly
+// wait; else the respawn of a killed worker; else it skips. One action rather than two: an action that mostly
 // skips makes rapid likelier to find no valid action in a step.
 func (r *run) race(t *rapid.T) {
-	if w := r.waitOn; r.waiting != nil && r.running(w) {
+	if w := r.waitOn; r.waiting != nil {
+		if !r.running(w) {
+			// A paused holder: resumed first. (With the waiting worker
+			// busy and the others paused or dead, this may be the only
+			// step left, and an action that skips there leaves rapid
+			// without a valid action.)
+			r.exec(model.Op{Kind: model.Resume, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Resume) })
+			return
+		}
 		// The race's last step: the reclaim commits, and the step that
 		// waited on it is judged against the new claim.
 		r.exec(model.Op{Kind: model.Commit, Worker: w}, func() model.Outcome { return r.runEndTx(w, model.Commit) })
@@ -131,7 +139,7 @@ func (r *run) reclaimInTx(t *rapid.T) {
 
 // expireForRace expires the live lease of a committed claim whose owner
 // runs, outside a transaction, and so could later wait on the reclaim: the
-// race's first step after a claim. It skips when there is none.
+// race's first step after a claim; with none, respawnForRace.
 func (r *run) expireForRace(t *rapid.T) {
 	s := r.model()
 	var cands []string
@@ -142,8 +150,22 @@ func (r *run) expireForRace(t *rapid.T) {
 			cands = append(cands, c.Event)
 		}
 	}
+	if len(cands) == 0 {
+		r.respawnForRace(t)
+		return
+	}
 	e := pick(t, "event", cands)
 	r.exec(model.Op{Kind: model.Expire, Event: e}, func() model.Outcome { return r.runFixture(model.Expire, e) })
+}
+
+// respawnForRace brings a killed worker back, the owner or the reclaimer
+// of a race to come, when the race has nothing else to do. It keeps the
+// action from skipping where few steps are left (every worker killed or
+// busy but one in a transaction): rapid gives up on a step after 100
+// skipped draws, and an action that skips there brings that closer.
+func (r *run) respawnForRace(t *rapid.T) {
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.dead[w] }))
+	r.exec(model.Op{Kind: model.Respawn, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Respawn) })
 }
 
 // busy reports whether w has a waiting statement outstanding: it can take
