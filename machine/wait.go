@@ -64,7 +64,8 @@ func (r *run) waitsOn(op model.Op) string {
 // reclaim's open transaction, if one can; else the reclaim in an open
 // transaction itself, when an expired row has a stale owner to wait
 // on it; else the expiry of a committed claim whose owner could then
-// wait; else the respawn of a killed worker; else it skips. One action rather than two: an action that mostly
+// wait; else the respawn of a killed worker, or the commit of an open
+// claim transaction; else it skips. One action rather than two: an action that mostly
 // skips makes rapid likelier to find no valid action in a step.
 func (r *run) race(t *rapid.T) {
 	if w := r.waitOn; r.waiting != nil {
@@ -129,11 +130,12 @@ func (r *run) reclaimInTx(t *rapid.T) {
 			owners[c.Worker] = true
 		}
 	}
-	if len(owners) == 0 {
+	reclaimers := r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) && !owners[w] })
+	if len(owners) == 0 || len(reclaimers) == 0 {
 		r.expireForRace(t)
 		return
 	}
-	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) && !owners[w] }))
+	w := pick(t, "worker", reclaimers)
 	r.exec(model.Op{Kind: model.Begin, Worker: w}, func() model.Outcome { return r.runClaim(w, model.Begin) })
 }
 
@@ -164,8 +166,15 @@ func (r *run) expireForRace(t *rapid.T) {
 // busy but one in a transaction): rapid gives up on a step after 100
 // skipped draws, and an action that skips there brings that closer.
 func (r *run) respawnForRace(t *rapid.T) {
-	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.dead[w] }))
-	r.exec(model.Op{Kind: model.Respawn, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Respawn) })
+	if dead := r.workersWhere(func(w string) bool { return r.dead[w] }); len(dead) > 0 {
+		w := pick(t, "worker", dead)
+		r.exec(model.Op{Kind: model.Respawn, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Respawn) })
+		return
+	}
+	// Nobody to bring back: end an open claim transaction, so that its
+	// worker can claim again.
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && r.inTx(w) }))
+	r.exec(model.Op{Kind: model.Commit, Worker: w}, func() model.Outcome { return r.runEndTx(w, model.Commit) })
 }
 
 // busy reports whether w has a waiting statement outstanding: it can take
