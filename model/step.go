@@ -43,10 +43,12 @@ func (s State) Step(op Op) []Transition {
 	case Complete, Retry, Renew:
 		if s.Blocks(op) {
 			// It answered without waiting, so it cannot have changed the
-			// row another transaction holds: rejected is all it may say.
-			// Its outcome after a wait is judged when the wait ends, by
-			// Step from the state then (see WaitsOn).
-			return one(Rejected, s.clone())
+			// row another transaction holds: rejected, or an outcome the
+			// policy allows that leaves the row as it is (a renew that
+			// only touches a heartbeat elsewhere, under a relaxed
+			// property). Its outcome after a wait is judged when the wait
+			// ends, by Step from the state then (see WaitsOn).
+			return s.unchangedUpdates(op)
 		}
 		return s.update(op)
 	case Expire, MakeDue:
@@ -196,4 +198,20 @@ func (s State) age(event string) []Transition {
 	er := &expired.Rows[i]
 	er.LeaseLive, er.Aged, er.Renewed = false, false, false
 	return []Transition{{Out: Outcome{Kind: OK}, Next: expired}, {Out: Outcome{Kind: OK}, Next: next}}
+}
+
+// unchangedUpdates are the outcomes update allows for op that leave op's
+// row as it is, and rejected.
+func (s State) unchangedUpdates(op Op) []Transition {
+	out := one(Rejected, s.clone())
+	i := s.row(op.Event)
+	for _, tr := range s.update(op) {
+		if tr.Out.Kind == Rejected || i < 0 {
+			continue
+		}
+		if j := tr.Next.row(op.Event); j >= 0 && tr.Next.Rows[j] == s.Rows[i] {
+			out = append(out, tr)
+		}
+	}
+	return out
 }
