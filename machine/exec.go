@@ -94,19 +94,17 @@ func (r *run) runEndTx(w string, kind model.Kind) model.Outcome {
 }
 
 func (r *run) runOutcome(op model.Op) model.Outcome {
-	section := strings.ToLower(string(op.Kind))
+	return r.outcomeOf(r.request(op.Worker, r.outcomeRequest(op), op))
+}
+
+// outcomeRequest is a complete's, retry's or renew's request: sent with
+// the id its claim returned.
+func (r *run) outcomeRequest(op model.Op) worker.Request {
 	id, ok := r.claimIDs[model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}]
 	if !ok {
 		r.t.Fatalf("harness: %v: %s never received that claim", op, op.Worker) // the action's bug
 	}
-	resp, unknown := r.request(op.Worker, worker.Request{Op: section, ID: id, Gen: op.Gen}, op)
-	switch {
-	case unknown:
-		return model.Outcome{Kind: model.Unknown}
-	case resp.Applied:
-		return model.Outcome{Kind: model.Applied}
-	}
-	return model.Outcome{Kind: model.Rejected}
+	return worker.Request{Op: strings.ToLower(string(op.Kind)), ID: id, Gen: op.Gen}
 }
 
 // request sends one request to a worker and sorts out what an error means.

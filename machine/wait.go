@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/outboxlab/outboxlab/model"
 	"github.com/outboxlab/outboxlab/worker"
@@ -193,17 +192,13 @@ func (r *run) endsWait(op model.Op) bool {
 // model allows only rejected: it cannot have touched the locked row),
 // otherwise it is left waiting on on.
 func (r *run) startWait(op model.Op, on string) model.Outcome {
-	id, ok := r.claimIDs[model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}]
-	if !ok {
-		r.t.Fatalf("harness: %v: %s never received that claim", op, op.Worker)
-	}
 	// The server is asked whether the worker's backend waits: it must be
 	// connected already (a fault's broken connection is made afresh).
 	if err := r.h.connected(op.Worker); err != nil {
 		r.t.Fatalf("harness: %s before %v: %v", op.Worker, op, err)
 	}
 	p := r.h.pool.Get(op.Worker)
-	req := worker.Request{Op: strings.ToLower(string(op.Kind)), ID: id, Gen: op.Gen}
+	req := r.outcomeRequest(op)
 	var resp worker.Response
 	var err error
 	r.h.timed(func() { resp, err = p.StartWatched(req, lockProbeInterval, r.h.waitsOnLock) })
