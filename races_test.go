@@ -38,11 +38,11 @@ func checkRaceCatch(t *testing.T, m protocolFile, r measured) {
 // wait (as it did before waiting steps; `outboxlab check --waiting=false`)
 // misses a race mutant of each section, and so do the six scenarios: one
 // step at a time the stale outcome's snapshot already shows the new
-// generation. The mutants are caught with waiting steps in
+// generation, and the rescue's the fresh lease. The mutants are caught with waiting steps in
 // TestMutantsCaught.
 func TestRacesNeedWaitingSteps(t *testing.T) {
 	honestSearch(t)
-	for _, name := range []string{"race_complete_subquery", "race_retry_cte", "race_renew_join"} {
+	for _, name := range []string{"race_complete_subquery", "race_retry_cte", "race_renew_join", "race_rescue_subquery"} {
 		m := protocolFileNamed(t, mutantDir, name)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -115,6 +115,9 @@ func (r *run) enqueue(t *rapid.T) {
 }
 
 func (r *run) claim(t *rapid.T, kind model.Kind) {
+	if kind == model.Begin && r.rescueWaits() {
+		t.Skip("a rescue waits: no new open claim transaction (see rescueWaits)")
+	}
 	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) }))
 	r.exec(model.Op{Kind: kind, Worker: w}, func() model.Outcome { return r.runClaim(w, kind) })
 }
@@ -212,11 +215,12 @@ func fixtureApplies(kind model.Kind, row model.Row) bool {
 	return false
 }
 
-// rescue runs the rescuer's maintenance pass, unless it could wait on an
-// open claim transaction's row lock (model.State.Blocks).
+// rescue runs the rescuer's maintenance pass. One that could wait on an
+// open claim transaction's row lock runs as a waiting step (wait.go) when
+// it may, else not at all.
 func (r *run) rescue(t *rapid.T) {
 	op := model.Op{Kind: model.Rescue}
-	if r.blocks(op) {
+	if r.busy(rescuer) || r.blocks(op) && r.waitsOn(op) == "" {
 		t.Skip("the rescue would wait on an open claim transaction")
 	}
 	r.exec(op, func() model.Outcome { return r.runRescue() })

@@ -131,6 +131,9 @@ func (r *run) canReplay(op model.Op) error {
 		if !r.running(w) || r.inTx(w) {
 			return fmt.Errorf("%s is not running outside a transaction", w)
 		}
+		if op.Kind == model.Begin && r.rescueWaits() {
+			return fmt.Errorf("a rescue waits: no new open claim transaction")
+		}
 	case model.Commit, model.Rollback:
 		if !r.running(w) || !r.inTx(w) {
 			return fmt.Errorf("%s is not running inside a transaction", w)
@@ -169,7 +172,7 @@ func (r *run) canReplay(op model.Op) error {
 			return fmt.Errorf("%s is not in a state the fixture applies to", op.Event)
 		}
 	case model.Rescue:
-		if !r.h.Inst.Proto.Has(sut.Rescue) || r.blocks(op) {
+		if !r.h.Inst.Proto.Has(sut.Rescue) || r.busy(rescuer) || r.blocks(op) && r.waitsOn(op) == "" {
 			return fmt.Errorf("no rescue can run now")
 		}
 	default:

@@ -6,13 +6,15 @@ import (
 	"slices"
 
 	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/sut"
 	"github.com/outboxlab/outboxlab/worker"
 	"pgregory.net/rapid"
 )
 
 // Waiting steps. A complete, retry or renew sent to a row that another
 // worker's open claim transaction holds (a reclaim in Begin) may wait on
-// that row lock. The machine lets it: the step's line says so
+// that row lock, and so may a rescue while a reclaim holds an expired
+// row. The machine lets it: the step's line says so
 //
 //	4. w1.Complete(e1, gen=1) -> waiting on w2
 //
@@ -26,7 +28,8 @@ import (
 //
 // That is how a guard read from the statement's snapshot (a subquery, a
 // CTE) shows: PostgreSQL re-checks only the target row's own predicate
-// after the wait, and the stale outcome lands on the new claim.
+// after the wait, and the stale outcome lands on the new claim, or the
+// rescue returns the new owner's live claim to READY.
 //
 // At most one step waits at a time, no network fault is armed while one
 // does and no server restart runs: the wait ends only by its holder's
@@ -44,7 +47,7 @@ func (r *run) mayWaitNow() bool {
 // waitsOn is the worker whose open transaction op would wait on, when op
 // may be sent as a waiting step now: every model state must agree on it.
 func (r *run) waitsOn(op model.Op) string {
-	if !r.mayWaitNow() || r.h.pool.Stale(op.Worker) {
+	if !r.mayWaitNow() || r.h.pool.Stale(waiterOf(op)) {
 		// A connection a fault broke answers with an error, not a wait.
 		return ""
 	}
@@ -89,8 +92,8 @@ func (r *run) race(t *rapid.T) {
 	r.reclaimInTx(t)
 }
 
-// waitingOutcomes are the complete, retry and renew steps that would wait
-// on another worker's open claim transaction now.
+// waitingOutcomes are the complete, retry, renew and rescue steps that
+// would wait on another worker's open claim transaction now.
 func (r *run) waitingOutcomes() []model.Op {
 	kinds := []model.Kind{model.Complete, model.Retry}
 	if r.h.Inst.Proto.Has("renew") {
@@ -101,6 +104,9 @@ func (r *run) waitingOutcomes() []model.Op {
 	// (an older owner's is rejected at once, without waiting).
 	s := r.model()
 	var cands []model.Op
+	if rescue := (model.Op{Kind: model.Rescue}); r.h.Inst.Proto.Has(sut.Rescue) && !r.busy(rescuer) && r.waitsOn(rescue) != "" {
+		cands = append(cands, rescue)
+	}
 	for _, c := range s.Claims {
 		i := rowIndex(s, c.Event)
 		if i < 0 || s.Rows[i].Status != model.InProgress || s.Rows[i].Gen != c.Gen ||
@@ -176,9 +182,47 @@ func (r *run) respawnForRace(t *rapid.T) {
 	r.exec(model.Op{Kind: model.Commit, Worker: w}, func() model.Outcome { return r.runEndTx(w, model.Commit) })
 }
 
-// busy reports whether w has a waiting statement outstanding: it can take
-// no other step until the wait ends.
-func (r *run) busy(w string) bool { return r.waiting != nil && r.waiting.Worker == w }
+// busy reports whether w (a worker, or the rescuer) has a waiting
+// statement outstanding: it can take no other step until the wait ends.
+func (r *run) busy(w string) bool { return r.waiting != nil && waiterOf(*r.waiting) == w }
+
+// rescueWaits reports whether the waiting step is a rescue. No claim
+// transaction opens then: a rescue of several statements takes a new
+// snapshot for each, and one after the wait could meet the lock of a
+// reclaim opened meanwhile and wait a second time, which the machine does
+// not follow (a single holder ends every wait).
+func (r *run) rescueWaits() bool {
+	return r.waiting != nil && r.waiting.Kind == model.Rescue
+}
+
+// waiterOf is the process whose connection runs op: its worker's, or for
+// a rescue the rescuer's.
+func waiterOf(op model.Op) string {
+	if op.Kind == model.Rescue {
+		return rescuer
+	}
+	return op.Worker
+}
+
+// waitRequest is what a waiting step sends: a complete's, retry's or
+// renew's request, or the rescue.
+func (r *run) waitRequest(op model.Op) worker.Request {
+	if op.Kind == model.Rescue {
+		return worker.Request{Op: "rescue"}
+	}
+	return r.outcomeRequest(op)
+}
+
+// waitOutcome is a waiting step's answer in the model's terms.
+func (r *run) waitOutcome(op model.Op, resp worker.Response, unknown bool) model.Outcome {
+	if op.Kind != model.Rescue {
+		return r.outcomeOf(resp, unknown)
+	}
+	if unknown {
+		return model.Outcome{Kind: model.Unknown}
+	}
+	return model.Outcome{Kind: model.OK}
+}
 
 // endsWait reports whether op ends the transaction the waiting step waits on.
 func (r *run) endsWait(op model.Op) bool {
@@ -194,25 +238,27 @@ func (r *run) endsWait(op model.Op) bool {
 func (r *run) startWait(op model.Op, on string) model.Outcome {
 	// The server is asked whether the worker's backend waits: it must be
 	// connected already (a fault's broken connection is made afresh).
-	if err := r.h.connected(op.Worker); err != nil {
-		r.t.Fatalf("harness: %s before %v: %v", op.Worker, op, err)
+	w := waiterOf(op)
+	if err := r.h.connected(w); err != nil {
+		r.t.Fatalf("harness: %s before %v: %v", w, op, err)
 	}
-	p := r.h.pool.Get(op.Worker)
-	req := r.outcomeRequest(op)
+	p := r.h.pool.Get(w)
+	req := r.waitRequest(op)
 	var resp worker.Response
 	var err error
 	r.h.timed(func() { resp, err = p.StartWatched(req, lockProbeInterval, r.h.waitsOnLock) })
-	r.h.pool.Used(op.Worker)
+	r.h.pool.Used(w)
 	if errors.Is(err, worker.ErrBlocked) {
 		r.waiting, r.waitOn = &op, on
-		r.h.waiter = op.Worker
+		r.h.waiter = w
 		out := model.Outcome{Kind: model.Waiting, On: on}
 		r.traceOutcome(out, nil)
 		r.log(fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, out)))
 		r.countCoverage(op, out)
 		return out
 	}
-	got := r.outcomeOf(r.answer(op.Worker, op, resp, err, false))
+	resp, unknown := r.answer(w, op, resp, err, false)
+	got := r.waitOutcome(op, resp, unknown)
 	next, got := r.judge(op, got, fmt.Sprintf("%3d. ", r.stepNumber()))
 	r.observe(op, got, next...)
 	return got
@@ -232,8 +278,9 @@ func (r *run) finishWait(holderOp model.Op, next []model.State) {
 	defer r.traceBegin(op)() // the report shows the wait's end as a step of its own
 	var resp worker.Response
 	var err error
-	r.h.timed(func() { resp, err = r.h.pool.Get(op.Worker).AwaitWaiting() })
-	got := r.outcomeOf(r.answer(op.Worker, op, resp, err, false))
+	r.h.timed(func() { resp, err = r.h.pool.Get(waiterOf(op)).AwaitWaiting() })
+	resp, unknown := r.answer(waiterOf(op), op, resp, err, false)
+	got := r.waitOutcome(op, resp, unknown)
 	next, got = r.judge(op, got, "     "+thenPrefix)
 	r.observe(op, got, next...)
 }

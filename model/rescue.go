@@ -67,12 +67,42 @@ func (s State) rescue() []Transition {
 // rescueBlocks reports whether a rescue may wait on a row lock: an open
 // claim transaction holds an expired row (a reclaim, or a claim burying
 // it), which a rescue's UPDATE of expired rows would wait for unless it
-// skips locked rows. The machine does not run it then.
+// skips locked rows. If it waits, it is judged from the state the
+// holder's end leaves (see WaitsOn): a rescue whose guard is re-checked on
+// the row as the reclaim left it finds a live lease and leaves it; one
+// whose guard was read from its snapshot takes the new owner's claim.
 func (s State) rescueBlocks() bool {
+	return len(s.rescueHolders()) > 0
+}
+
+// rescueHolders are the workers whose open claim transactions hold an
+// expired row, in the order of the rows.
+func (s State) rescueHolders() []string {
+	var out []string
 	for _, r := range s.Rows {
-		if r.Status == InProgress && !r.LeaseLive && r.LockedBy != "" {
-			return true
+		if r.Status == InProgress && !r.LeaseLive && r.LockedBy != "" && !slices.Contains(out, r.LockedBy) {
+			out = append(out, r.LockedBy)
 		}
 	}
-	return false
+	return out
+}
+
+// rescueHolder is the one worker a blocked rescue waits on, or "" when
+// there are several (or none), or when the rescue has other rows to
+// change. A rescue that changes a row before it meets the lock holds that
+// row's lock while it waits, which claims would skip; the model does not
+// follow such half-done rescues, so it lets a rescue wait only where the
+// holder's rows are all it could touch.
+func (s State) rescueHolder() string {
+	h := s.rescueHolders()
+	if len(h) != 1 {
+		return ""
+	}
+	key := s.Key()
+	for _, tr := range s.rescue() {
+		if tr.Next.Key() != key {
+			return ""
+		}
+	}
+	return h[0]
 }

@@ -72,10 +72,10 @@ func (s State) Step(op Op) []Transition {
 //     transaction, which the model does not follow. Such a worker may only
 //     Commit, Rollback, Pause, Resume, be killed, or lose it to Restart;
 //   - Commit or Rollback by a worker without one;
-//   - a fixture or rescue that Blocks: it would wait for another
-//     transaction's lock. (A complete, retry or renew that Blocks may run:
-//     the caller either sees it answer at once or waits for the lock's
-//     holder to end, see WaitsOn.)
+//   - a fixture that Blocks: it would wait for another transaction's
+//     lock on the harness's own connection. (A complete, retry, renew or
+//     rescue that Blocks may run: the caller either sees it answer at once
+//     or waits for the lock's holder to end, see WaitsOn.)
 func (s State) Precondition(op Op) error {
 	needs, ok := shapes[op.Kind]
 	switch {
@@ -103,18 +103,16 @@ func (s State) Precondition(op Op) error {
 		}
 	}
 	if s.Blocks(op) && !s.mayWait(op) {
-		if op.Kind == Rescue {
-			return fmt.Errorf("%s waits for an open claim transaction on an expired row", op)
-		}
 		return fmt.Errorf("%s waits for %s's open transaction", op, s.Rows[s.row(op.Event)].LockedBy)
 	}
 	return nil
 }
 
 // mayWait reports whether op may be sent although it Blocks: a complete,
-// retry or renew goes to its worker's own connection, which may wait.
+// retry or renew goes to its worker's own connection, a rescue to the
+// rescuer's, either of which may wait.
 func (s State) mayWait(op Op) bool {
-	return op.Kind == Complete || op.Kind == Retry || op.Kind == Renew
+	return op.Kind == Complete || op.Kind == Retry || op.Kind == Renew || op.Kind == Rescue
 }
 
 // WaitsOn is the worker whose open claim transaction holds the row op's
@@ -122,9 +120,17 @@ func (s State) mayWait(op Op) bool {
 // outcome is decided when that transaction ends: the caller then judges it
 // with Step from the state after the holder's commit, rollback or kill,
 // which is the contract's rule (the row as it is when the wait ends).
+//
+// A rescue may wait on every open transaction that holds an expired row;
+// it names one only when a single worker's does, since the order in which
+// it would meet several is the server's plan, which the model does not
+// know. A caller must not send a rescue that Blocks with no name here.
 func (s State) WaitsOn(op Op) string {
 	if !s.mayWait(op) || !s.Blocks(op) {
 		return ""
+	}
+	if op.Kind == Rescue {
+		return s.rescueHolder()
 	}
 	return s.Rows[s.row(op.Event)].LockedBy
 }

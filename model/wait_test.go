@@ -71,3 +71,58 @@ func TestWaitingOutcomeRoundTrip(t *testing.T) {
 		t.Fatalf("ParseStep(%q) = %v, %v; want %v", line, back, err, out)
 	}
 }
+
+// A rescue sent while a reclaim holds an expired row in an open
+// transaction: the model lets it run, names the holder, and judges it from
+// the state the holder's end leaves. After the commit it must leave the new
+// claim alone; after a rollback it may return the expired row. It names no
+// holder when the rescue has another row to change first (it would hold
+// that row's lock while it waits, which the model does not follow), nor
+// when two transactions hold expired rows.
+func TestWaitingRescue(t *testing.T) {
+	p := Policy{Order: FIFO, Rescue: true}
+	reclaimOpen := []string{
+		"Enqueue(e1) -> ok",
+		"w2.Claim() -> claimed e1 gen=1",
+		"Expire(e1) -> ok",
+		"w1.Begin() -> claimed e1 gen=2",
+	}
+	rescue := mustOp(t, "Rescue()")
+	s := playFrom(t, NewWith(p), reclaimOpen...)
+	if err := s.Precondition(rescue); err != nil {
+		t.Fatalf("Precondition(Rescue) = %v, want nil: a waiting rescue may run", err)
+	}
+	if got := s.WaitsOn(rescue); got != "w1" {
+		t.Errorf("WaitsOn(Rescue) = %q, want w1", got)
+	}
+	committed := playFrom(t, s, "w1.Commit() -> ok")
+	if got := committed.WaitsOn(rescue); got != "" {
+		t.Errorf("after the commit WaitsOn(Rescue) = %q, want none", got)
+	}
+	for _, tr := range committed.Step(rescue) {
+		if got := rows(tr.Next); got != "e1 INPROGRESS gen=2 live" {
+			t.Errorf("after the reclaim commits a rescue may leave %s, want the new claim untouched", got)
+		}
+	}
+	var after []string
+	for _, tr := range playFrom(t, s, "w1.Rollback() -> ok").Step(rescue) {
+		after = append(after, rows(tr.Next))
+	}
+	slices.Sort(after)
+	want := []string{"e1 INPROGRESS gen=1 expired", "e1 READY gen=1 due", "e1 READY gen=1 waiting"}
+	if !slices.Equal(after, want) {
+		t.Errorf("after the reclaim rolls back a rescue may leave %q, want %q", after, want)
+	}
+
+	other := playFrom(t, NewWith(p), append(reclaimOpen, "Enqueue(e2) -> ok", "w2.Claim() -> claimed e2 gen=1", "Expire(e2) -> ok")...)
+	if got := other.WaitsOn(rescue); got != "" {
+		t.Errorf("with e2 expired and unlocked WaitsOn(Rescue) = %q, want none", got)
+	}
+	two := playFrom(t, other, "w3.Begin() -> claimed e2 gen=2")
+	if got := two.WaitsOn(rescue); got != "" {
+		t.Errorf("with two reclaims open WaitsOn(Rescue) = %q, want none", got)
+	}
+	if !two.Blocks(rescue) {
+		t.Error("Blocks(Rescue) = false with two reclaims open")
+	}
+}

@@ -1,0 +1,76 @@
+-- mutant: rescue_waits whose reaper picks its rows in a CTE without a
+-- locking clause (rescue_reaper's CTE with its FOR UPDATE SKIP LOCKED left
+-- out) and joins them by id. The CTE reads outbox_lab with the statement's
+-- snapshot. A rescue that starts while a reclaim's transaction holds an
+-- expired row finds it expired there and waits for its lock; when the
+-- reclaim commits, PostgreSQL re-checks the join (the id still matches)
+-- and the status on the new row version, not the lease the CTE read, and
+-- the rescue returns the new owner's live claim to READY. Run one step at
+-- a time it finds the fresh lease in its snapshot and leaves it.
+-- catch: rescue took e1 whose lease is live
+-- outboxlab: order=fifo
+
+-- name: schema
+CREATE TABLE outbox_lab (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    event_id text NOT NULL UNIQUE,
+    status text NOT NULL DEFAULT 'READY'
+        CHECK (status IN ('READY', 'INPROGRESS', 'SENT')),
+    generation bigint NOT NULL DEFAULT 0,
+    lease_until timestamptz,
+    next_attempt_at timestamptz NOT NULL DEFAULT statement_timestamp(),
+    CHECK ((status = 'INPROGRESS') = (lease_until IS NOT NULL))
+);
+
+-- name: claim
+WITH candidate AS (
+    SELECT id FROM outbox_lab
+    WHERE (status = 'READY' AND next_attempt_at <= statement_timestamp())
+       OR (status = 'INPROGRESS' AND lease_until <= statement_timestamp())
+    ORDER BY id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox_lab AS o
+SET status = 'INPROGRESS', generation = o.generation + 1,
+    lease_until = statement_timestamp() + interval '30 seconds'
+FROM candidate AS c
+WHERE o.id = c.id
+RETURNING o.id, o.event_id, o.generation;
+
+-- name: complete
+UPDATE outbox_lab SET status = 'SENT', lease_until = NULL
+WHERE id = @id
+  AND status = 'INPROGRESS'
+  AND generation = @generation
+  AND lease_until > clock_timestamp()
+RETURNING id;
+
+-- name: retry
+UPDATE outbox_lab
+SET status = 'READY', lease_until = NULL,
+    next_attempt_at = statement_timestamp() + interval '1 minute'
+WHERE id = @id
+  AND status = 'INPROGRESS'
+  AND generation = @generation
+  AND lease_until > clock_timestamp()
+RETURNING id;
+
+-- name: rescue
+WITH expired AS (
+    SELECT id FROM outbox_lab
+    WHERE status = 'INPROGRESS' AND lease_until <= statement_timestamp()
+)
+UPDATE outbox_lab AS o
+SET status = 'READY', lease_until = NULL,
+    next_attempt_at = statement_timestamp()
+FROM expired AS e
+WHERE o.id = e.id AND o.status = 'INPROGRESS'
+RETURNING o.id;
+
+-- name: state
+SELECT id, event_id, status, generation,
+       CASE WHEN lease_until IS NULL THEN NULL
+            ELSE lease_until <= statement_timestamp() END AS lease_expired,
+       next_attempt_at <= statement_timestamp() AS due
+FROM outbox_lab ORDER BY id;
