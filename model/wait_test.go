@@ -3,6 +3,8 @@ package model
 import (
 	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // A stale owner's complete sent while a reclaim holds its row in an open
@@ -125,4 +127,33 @@ func TestWaitingRescue(t *testing.T) {
 	if !two.Blocks(rescue) {
 		t.Error("Blocks(Rescue) = false with two reclaims open")
 	}
+}
+
+// TestFixturesMeetLocksOnlyWhenRelaxed: why the machine need not let a
+// fixture wait. A fixture applies to a live lease (expire, age) or a row
+// waiting on its backoff (due); an open claim transaction holds only rows
+// a claim may take, expired or due ones, so a fixture meets its lock only
+// in a profile whose relaxed properties let a claim take a live lease or a
+// row that is not due. There the machine skips the fixture for that row.
+func TestFixturesMeetLocksOnlyWhenRelaxed(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := drawPolicy(t)
+		p.Relax = 0
+		s := NewWith(p)
+		for range rapid.IntRange(1, 200).Draw(t, "steps") {
+			for _, r := range s.Rows {
+				for _, k := range []Kind{Expire, Age, MakeDue} {
+					applies := r.Status == InProgress && r.LeaseLive && k != MakeDue ||
+						r.Status == Ready && !r.Due && k == MakeDue
+					if op := (Op{Kind: k, Event: r.Event}); applies && s.Blocks(op) {
+						t.Fatalf("%s meets %s's lock on a row it applies to (%s)", op, r.LockedBy, s.Key())
+					}
+				}
+			}
+			ts := s.Step(drawOp(t, s))
+			if len(ts) > 0 {
+				s = ts[rapid.IntRange(0, len(ts)-1).Draw(t, "pick")].Next
+			}
+		}
+	})
 }
