@@ -54,7 +54,7 @@ func TestBacklogJSON(t *testing.T) {
 		Machine map[string]any
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
-		t.Fatalf("not one JSON object: %v\n%s", err, stdout.String())
+		t.Fatalf("not one JSON object: %v\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	if len(got.Protocols) != 1 || got.Protocols[0].Protocol != "leased" {
 		t.Fatalf("protocols: %+v", got.Protocols)

@@ -69,9 +69,14 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitBad
 	}
 	if *asJSON {
+		// A figure that is not a number (a ratio over nothing) does not
+		// encode: say so, rather than exit 0 with nothing printed.
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		enc.Encode(figures)
+		if err := enc.Encode(figures); err != nil {
+			fmt.Fprintln(stderr, "outboxlab bench: the figures do not encode as JSON:", err)
+			return exitBad
+		}
 		return exitPass
 	}
 	printFigures(stdout, figures)
