@@ -29,6 +29,8 @@ type Result struct {
 	// the histories' concurrent parts: resets and drains left out.
 	ConcurrentOps  int
 	ConcurrentTime time.Duration
+	// ConcurrentMix is the concurrent parts' statements by kind and outcome.
+	ConcurrentMix Mix
 }
 
 // Failure is a history that broke the policy: not linearizable against
@@ -48,7 +50,7 @@ type Failure struct {
 
 // Run runs histories until the budget is spent or one fails.
 func (r *Runner) Run() Result {
-	res := Result{Faults: map[string]int{}}
+	res := Result{Faults: map[string]int{}, ConcurrentMix: Mix{}}
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0x6f7574626f78))
 	for i := 0; i < r.cfg.Histories && time.Since(start) < r.cfg.Duration; i++ {
@@ -67,6 +69,7 @@ func (r *Runner) Run() Result {
 		res.Ops += len(ops)
 		res.ConcurrentOps += h.concurrentOps
 		res.ConcurrentTime += h.concurrentTime
+		res.ConcurrentMix.Merge(h.concurrentMix)
 		if h.failure != nil {
 			f := *h.failure
 			f.History, f.Full = i+1, len(ops)
@@ -135,7 +138,10 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 	}
 	wg.Wait()
 	h.concurrentTime = time.Since(h.rec.start)
-	h.concurrentOps = len(h.rec.history(false))
+	part := h.rec.history(false)
+	h.concurrentOps = len(part)
+	h.concurrentMix = Mix{}
+	h.concurrentMix.Add(part)
 	close(stop)
 	faultsDone.Wait()
 	if h.failure == nil {

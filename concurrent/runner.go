@@ -137,6 +137,7 @@ type history struct {
 	// time from the history's start to the last actor's end.
 	concurrentOps  int
 	concurrentTime time.Duration
+	concurrentMix  Mix
 }
 
 func (h *history) hasGen() bool { return h.r.inst.Statements.HasGen }

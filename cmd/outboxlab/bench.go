@@ -24,6 +24,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if wantsBacklog(args) {
 		return runBacklog(args, stdout, stderr) // backlog.go
 	}
+	if wantsOnly(args) {
+		return runBenchOnly(args, stdout, stderr) // bench_only.go
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
