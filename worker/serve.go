@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,8 +55,8 @@ func serve(in *os.File, out *os.File) error {
 		if err != nil {
 			return nil // the parent closed the pipe: done
 		}
-		var req Request
-		if err := json.Unmarshal(line, &req); err != nil {
+		req, err := decodeRequest(bytes.TrimSuffix(line, []byte{'\n'}))
+		if err != nil {
 			return fmt.Errorf("decode request: %w", err)
 		}
 		if err := a.reply(w, a.handle(req)); err != nil {
@@ -68,8 +69,7 @@ func (a *agent) reply(w *bufio.Writer, resp Response) error {
 	if a.conn != nil && !a.conn.IsClosed() {
 		resp.Backend = a.conn.PgConn().PID()
 	}
-	b, _ := json.Marshal(resp)
-	w.Write(append(b, '\n'))
+	w.Write(encodeResponse(resp))
 	return w.Flush()
 }
 
