@@ -41,65 +41,92 @@ func mixTotal(m concurrent.Mix) int {
 
 // Concurrent measures inst (leased) with histories histories of each:
 // the driver (worker processes over pipes, every operation recorded, the
-// fixture actor) with checking off, the raw loop, then the driver with
-// checking on, whose check time is divided by its operations (the drains'
-// included). The two rates count the histories' concurrent parts only,
-// resets and drains left out: the same statements, from as many actors.
-// No faults (a restart would stall the figure), and no hold on open
-// claim transactions: the figures are statements, not sleeps.
+// fixture actor) with checking off and the raw loop, in alternation, a
+// block of a few histories each, so that both see the same machine; then
+// the driver with checking on, whose check time is divided by its
+// operations (the drains' included). The two rates count the histories'
+// concurrent parts only, resets and drains left out: the same statements,
+// from as many actors. No faults (a restart would stall the figure), and
+// no hold on open claim transactions: the figures are statements, not
+// sleeps.
 func Concurrent(srv *pgserver.Server, inst *sut.Instance, histories int) (ConcurrentFigures, error) {
 	cfg := concurrent.Default()
 	cfg.Faults, cfg.Hold, cfg.Histories, cfg.Duration, cfg.Seed = false, 0, histories, 10*time.Minute, 1
 	var f ConcurrentFigures
-	drive := func(check bool) (concurrent.Result, error) {
-		c := cfg
-		c.NoCheck = !check
-		r, err := concurrent.NewRunner(srv, inst, c)
-		if err != nil {
-			return concurrent.Result{}, err
-		}
-		defer r.Close()
-		res := r.Run()
-		if res.Failure != nil {
-			return res, fmt.Errorf("concurrent run of %s failed: %s: %s", inst.Proto.Name, res.Failure.Rule, res.Failure.Detail)
-		}
-		return res, nil
+	failed := func(res concurrent.Result) error {
+		return fmt.Errorf("concurrent run of %s failed: %s: %s", inst.Proto.Name, res.Failure.Rule, res.Failure.Detail)
 	}
+	c := cfg
+	c.NoCheck = true
+	driver, err := concurrent.NewRunner(srv, inst, c)
+	if err != nil {
+		return f, err
+	}
+	raw, err := newRawLoop(inst, cfg)
+	if err != nil {
+		driver.Close()
+		return f, err
+	}
+	defer raw.close()
 	pg, hasPG := newServerCPU(inst)
-	self0, children0 := cpuTime()
-	pg0 := pg.now()
-	res, err := drive(false)
-	if err != nil {
-		return f, err
+	var cpu, rawCPU, server, rawServer time.Duration
+	_, children0 := cpuTime()
+	var ops, concurrentOps int
+	var concurrentTime time.Duration
+	f.Mix = concurrent.Mix{}
+	for done := 0; done < histories; {
+		n := min(concurrentBlock, histories-done)
+		// (the server's CPU is read outside this process's windows: a
+		// read walks /proc)
+		pg0 := pg.now()
+		self0 := selfTime()
+		res := driver.RunMore(n, cfg.Duration)
+		self1 := selfTime()
+		pg1 := pg.now()
+		if res.Failure != nil {
+			driver.Close()
+			return f, failed(res)
+		}
+		self2 := selfTime()
+		if err := raw.run(n); err != nil {
+			driver.Close()
+			return f, err
+		}
+		self3 := selfTime()
+		cpu, server = cpu+self1-self0, server+pg1-pg0
+		rawCPU, rawServer = rawCPU+self3-self2, rawServer+pg.now()-pg1
+		ops, concurrentOps, concurrentTime = ops+res.Ops, concurrentOps+res.ConcurrentOps, concurrentTime+res.ConcurrentTime
+		f.Mix.Merge(res.ConcurrentMix)
+		done += n
 	}
-	self1, children1 := cpuTime()
+	driver.Close() // its workers are reaped: their CPU time is known
+	_, children1 := cpuTime()
+	f.OpsPerS = round(float64(concurrentOps) / concurrentTime.Seconds())
+	f.RawOpsPerS, f.RawMix = round(raw.rate()), raw.mix
+	f.CPUPerOpUS = perOpUS(cpu+children1-children0, ops)
+	f.WorkerCPUPerOpUS = perOpUS(children1-children0, ops)
+	f.RawCPUPerOpUS = perOpUS(rawCPU, mixTotal(raw.mix))
 	if hasPG {
-		f.ServerCPUPerOpUS = perOpUS(pg.now()-pg0, res.Ops)
+		f.ServerCPUPerOpUS, f.RawServerCPUPerOpUS = perOpUS(server, ops), perOpUS(rawServer, mixTotal(raw.mix))
 	}
-	f.CPUPerOpUS = perOpUS(self1-self0+children1-children0, res.Ops)
-	f.WorkerCPUPerOpUS = perOpUS(children1-children0, res.Ops)
-	f.OpsPerS = round(float64(res.ConcurrentOps) / res.ConcurrentTime.Seconds())
-	f.Mix = res.ConcurrentMix
-	self0, _ = cpuTime()
-	pg0 = pg.now()
-	raw, mix, err := rawMix(inst, cfg, histories)
-	f.RawMix = mix
-	self1, _ = cpuTime()
-	f.RawCPUPerOpUS = perOpUS(self1-self0, mixTotal(mix))
-	if hasPG {
-		f.RawServerCPUPerOpUS = perOpUS(pg.now()-pg0, mixTotal(mix))
-	}
+	c.NoCheck = false
+	checked, err := concurrent.NewRunner(srv, inst, c)
 	if err != nil {
 		return f, err
 	}
-	f.RawOpsPerS = round(raw)
-	res, err = drive(true)
-	if err != nil {
-		return f, err
+	defer checked.Close()
+	res := checked.Run()
+	if res.Failure != nil {
+		return f, failed(res)
 	}
 	f.LinearizeMS = round(float64(res.CheckTime.Milliseconds()) / float64(res.Ops) * 1000)
 	return f, nil
 }
+
+// concurrentBlock is how many histories the driver and the raw loop run in
+// turn: a block lasts well under a second, short against the swings of
+// other work on a shared machine.
+const concurrentBlock = 5
 
 // ConcurrentOnly is `outboxlab bench --only concurrent`: the three
 // concurrent figures on a leased of their own, with the machine and its

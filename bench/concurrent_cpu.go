@@ -27,6 +27,11 @@ func cpuTime() (self, children time.Duration) {
 	return tv(s.Utime) + tv(s.Stime), tv(c.Utime) + tv(c.Stime)
 }
 
+func selfTime() time.Duration {
+	self, _ := cpuTime()
+	return self
+}
+
 func perOpUS(d time.Duration, ops int) float64 {
 	if ops == 0 {
 		return 0

@@ -15,7 +15,7 @@ import (
 	"github.com/outboxlab/outboxlab/sut"
 )
 
-// rawMix runs the driver's mix of statements without the driver: per
+// rawLoop runs the driver's mix of statements without the driver: per
 // history, the table reset to cfg.Events events, then cfg.Workers
 // connections (one goroutine each) and a fixture connection spend cfg.Ops
 // operations with the draws of concurrent's workload (workload.go and
@@ -23,32 +23,51 @@ import (
 // once in seven, rolled back, outcomes of a worker's own claims and stale
 // ones while another holds a reclaim open, and the fixture actor's expire,
 // due and age aimed by its last read, enqueues up to cfg.MaxEvents and
-// reads, with its pauses. It returns operations per second of the
-// concurrent parts (resets left out) and the statements it ran.
-func rawMix(inst *sut.Instance, cfg concurrent.Config, histories int) (float64, concurrent.Mix, error) {
-	ctx := context.Background()
-	var conns []*pgx.Conn
-	defer func() {
-		for _, c := range conns {
-			closeConn(c)
-		}
-	}()
+// reads, with its pauses.
+type rawLoop struct {
+	inst  *sut.Instance
+	cfg   concurrent.Config
+	conns []*pgx.Conn
+	next  int           // the next history's index (its draws' seed)
+	busy  time.Duration // the concurrent parts' time, resets left out
+	mix   concurrent.Mix
+}
+
+func newRawLoop(inst *sut.Instance, cfg concurrent.Config) (*rawLoop, error) {
+	l := &rawLoop{inst: inst, cfg: cfg, mix: concurrent.Mix{}}
 	for range cfg.Workers + 1 {
-		c, err := sut.Connect(ctx, inst.ConnString, inst.Statements.Schema)
+		c, err := sut.Connect(context.Background(), inst.ConnString, inst.Statements.Schema)
 		if err != nil {
-			return 0, nil, err
+			l.close()
+			return nil, err
 		}
-		conns = append(conns, c)
+		l.conns = append(l.conns, c)
 	}
-	mix := concurrent.Mix{}
-	var busy time.Duration
-	for h := range histories {
-		r := &rawHistory{inst: inst, cfg: cfg}
+	return l, nil
+}
+
+func (l *rawLoop) close() {
+	for _, c := range l.conns {
+		closeConn(c)
+	}
+}
+
+// rate is the operations per second of the histories run so far.
+func (l *rawLoop) rate() float64 { return float64(mixTotal(l.mix)) / l.busy.Seconds() }
+
+// run runs n more histories.
+func (l *rawLoop) run(n int) error {
+	ctx := context.Background()
+	cfg := l.cfg
+	for range n {
+		h := l.next
+		l.next++
+		r := &rawHistory{inst: l.inst, cfg: cfg}
 		for i := range cfg.Events {
 			r.events = append(r.events, fmt.Sprintf("e%d", i+1))
 		}
-		if err := inst.Reset(ctx, r.events); err != nil {
-			return 0, nil, err
+		if err := l.inst.Reset(ctx, r.events); err != nil {
+			return err
 		}
 		r.left.Store(int64(cfg.Ops))
 		start := time.Now()
@@ -61,22 +80,22 @@ func rawMix(inst *sut.Instance, cfg concurrent.Config, histories int) (float64, 
 			go func() {
 				defer wg.Done()
 				if w == cfg.Workers {
-					errs[w] = r.fixtures(conns[w], rand.New(rand.NewPCG(uint64(h), 99)), mixes[w])
+					errs[w] = r.fixtures(l.conns[w], rand.New(rand.NewPCG(uint64(h), 99)), mixes[w])
 					return
 				}
-				errs[w] = r.worker(conns[w], fmt.Sprintf("w%d", w+1), rand.New(rand.NewPCG(uint64(h), uint64(w))), mixes[w])
+				errs[w] = r.worker(l.conns[w], fmt.Sprintf("w%d", w+1), rand.New(rand.NewPCG(uint64(h), uint64(w))), mixes[w])
 			}()
 		}
 		wg.Wait()
-		busy += time.Since(start)
+		l.busy += time.Since(start)
 		for w, err := range errs {
 			if err != nil {
-				return 0, nil, err
+				return err
 			}
-			mix.Merge(mixes[w])
+			l.mix.Merge(mixes[w])
 		}
 	}
-	return float64(mixTotal(mix)) / busy.Seconds(), mix, nil
+	return nil
 }
 
 // rawHistory is one raw history: the budget, and what the actors share

@@ -49,11 +49,22 @@ type Failure struct {
 }
 
 // Run runs histories until the budget is spent or one fails.
-func (r *Runner) Run() Result {
+func (r *Runner) Run() Result { return r.RunMore(r.cfg.Histories, r.cfg.Duration) }
+
+// RunMore runs up to n more histories of the run, within d, numbered and
+// drawn after those run before: `outboxlab bench` alternates a few of the
+// driver's histories with a few of the raw loop's, so that both see the
+// same machine.
+func (r *Runner) RunMore(n int, d time.Duration) Result {
 	res := Result{Faults: map[string]int{}, ConcurrentMix: Mix{}}
 	start := time.Now()
-	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0x6f7574626f78))
-	for i := 0; i < r.cfg.Histories && time.Since(start) < r.cfg.Duration; i++ {
+	if r.rng == nil {
+		r.rng = rand.New(rand.NewPCG(r.cfg.Seed, 0x6f7574626f78))
+	}
+	rng := r.rng
+	for k := 0; k < n && time.Since(start) < d; k++ {
+		i := r.next
+		r.next++
 		t0 := time.Now()
 		h, fired, err := r.runHistory(i, rng)
 		res.DriveTime += time.Since(t0)

@@ -3,6 +3,7 @@ package concurrent
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,8 @@ type Runner struct {
 	// fixtureConn is the fixture actor's connection, kept across
 	// histories (nil until the first, and after a restart broke it).
 	fixtureConn *pgx.Conn
+	rng         *rand.Rand // the run's draws, from Seed (RunMore goes on)
+	next        int        // the next history's index
 }
 
 // NewRunner prepares a run: the fault proxies when cfg has faults, a
