@@ -68,6 +68,17 @@ func Concurrent(srv *pgserver.Server, inst *sut.Instance, histories int) (Concur
 		return f, err
 	}
 	defer raw.close()
+	// A history of each first, not counted: the worker processes' and the
+	// connections' start (a backend's first statements) is no operation's.
+	if res := driver.RunMore(1, cfg.Duration); res.Failure != nil {
+		driver.Close()
+		return f, failed(res)
+	}
+	if err := raw.run(1); err != nil {
+		driver.Close()
+		return f, err
+	}
+	raw.busy, raw.mix = 0, concurrent.Mix{}
 	pg, hasPG := newServerCPU(inst)
 	var cpu, rawCPU, server, rawServer time.Duration
 	_, children0 := cpuTime()
