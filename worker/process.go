@@ -21,7 +21,7 @@ type Process struct {
 	stdin io.WriteCloser
 	// out is the read end of the worker's stdout, read by the goroutine
 	// that sent the request (a reader goroutine and a channel cost a
-	// goroutine hand-off per reply, about 6 us of the parent's CPU per
+	// goroutine hand-off per reply, about 5 us of the parent's CPU per
 	// operation on the bench's 2 cores); partial is a reply line read in
 	// part when a wait timed out.
 	out     *os.File

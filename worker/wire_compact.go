@@ -9,8 +9,9 @@ import (
 
 // The hot messages travel as one line of tab-separated fields after a '~'
 // rather than as JSON: encoding and decoding JSON were about a quarter of
-// the parent's cost of an operation beyond the statement, and as much again
-// in the worker (pprof of `outboxlab bench --only concurrent`). A message
+// the parent's cost of sending an operation and reading its answer, and a
+// twelfth of the worker's CPU (pprof of `outboxlab bench --only
+// concurrent`). A message
 // the short form cannot carry exactly (a relay part, an error's text, a
 // field with a tab or a newline) goes as JSON, and each side reads both:
 // a line starting with '{' is JSON.

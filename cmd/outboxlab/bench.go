@@ -35,6 +35,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab bench [--json] [--quick] [--cpuprofile FILE]")
 		fmt.Fprintln(fs.Output(), "       outboxlab bench --backlog [flags] [PROTOCOL ...]   (the claim under a backlog: bench --backlog -h)")
+		fmt.Fprintln(fs.Output(), "       outboxlab bench --only concurrent [--json] [--histories N]   (the concurrent mode's figures alone: bench --only concurrent -h)")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, stdout); !ok {
