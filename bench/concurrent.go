@@ -22,9 +22,9 @@ type ConcurrentFigures struct {
 	// what shows that they ran the same statements.
 	Mix, RawMix concurrent.Mix
 	// CPUPerOpUS and RawCPUPerOpUS are the CPU time this process and its
-	// worker processes spent per operation (PostgreSQL's left out): less
-	// noisy than the rates on a shared machine.
-	// WorkerCPUPerOpUS is the worker processes' part of CPUPerOpUS.
+	// worker processes spent per operation of the concurrent parts
+	// (PostgreSQL's left out): steadier than the rates on a shared
+	// machine. WorkerCPUPerOpUS is the worker processes' part of it.
 	CPUPerOpUS, RawCPUPerOpUS, WorkerCPUPerOpUS float64
 	// ServerCPUPerOpUS and RawServerCPUPerOpUS are PostgreSQL's, when the
 	// server runs on this machine (0 otherwise).
@@ -56,70 +56,65 @@ func Concurrent(srv *pgserver.Server, inst *sut.Instance, histories int) (Concur
 	failed := func(res concurrent.Result) error {
 		return fmt.Errorf("concurrent run of %s failed: %s: %s", inst.Proto.Name, res.Failure.Rule, res.Failure.Detail)
 	}
+	meter := newCPUMeter(inst)
+	var driverCPU, rawCPU, mark cpuSample
+	// Each side's counters are read around each concurrent part.
+	phase := func(total *cpuSample) func(bool) {
+		return func(start bool) {
+			if start {
+				mark = meter.read(true)
+				return
+			}
+			*total = total.add(meter.read(false).sub(mark))
+		}
+	}
 	c := cfg
 	c.NoCheck = true
+	c.Phase = phase(&driverCPU)
 	driver, err := concurrent.NewRunner(srv, inst, c)
 	if err != nil {
 		return f, err
 	}
+	defer driver.Close()
 	raw, err := newRawLoop(inst, cfg)
 	if err != nil {
-		driver.Close()
 		return f, err
 	}
 	defer raw.close()
+	raw.phase = phase(&rawCPU)
 	// A history of each first, not counted: the worker processes' and the
 	// connections' start (a backend's first statements) is no operation's.
 	if res := driver.RunMore(1, cfg.Duration); res.Failure != nil {
-		driver.Close()
 		return f, failed(res)
 	}
 	if err := raw.run(1); err != nil {
-		driver.Close()
 		return f, err
 	}
 	raw.busy, raw.mix = 0, concurrent.Mix{}
-	pg, hasPG := newServerCPU(inst)
-	var cpu, rawCPU, server, rawServer time.Duration
-	_, children0 := cpuTime()
-	var ops, concurrentOps int
-	var concurrentTime time.Duration
+	driverCPU, rawCPU = cpuSample{}, cpuSample{}
+	var ops int
+	var opsTime time.Duration
 	f.Mix = concurrent.Mix{}
 	for done := 0; done < histories; {
 		n := min(concurrentBlock, histories-done)
-		// (the server's CPU is read outside this process's windows: a
-		// read walks /proc)
-		pg0 := pg.now()
-		self0 := selfTime()
 		res := driver.RunMore(n, cfg.Duration)
-		self1 := selfTime()
-		pg1 := pg.now()
 		if res.Failure != nil {
-			driver.Close()
 			return f, failed(res)
 		}
-		self2 := selfTime()
 		if err := raw.run(n); err != nil {
-			driver.Close()
 			return f, err
 		}
-		self3 := selfTime()
-		cpu, server = cpu+self1-self0, server+pg1-pg0
-		rawCPU, rawServer = rawCPU+self3-self2, rawServer+pg.now()-pg1
-		ops, concurrentOps, concurrentTime = ops+res.Ops, concurrentOps+res.ConcurrentOps, concurrentTime+res.ConcurrentTime
+		ops, opsTime = ops+res.ConcurrentOps, opsTime+res.ConcurrentTime
 		f.Mix.Merge(res.ConcurrentMix)
 		done += n
 	}
-	driver.Close() // its workers are reaped: their CPU time is known
-	_, children1 := cpuTime()
-	f.OpsPerS = round(float64(concurrentOps) / concurrentTime.Seconds())
+	f.OpsPerS = round(float64(ops) / opsTime.Seconds())
 	f.RawOpsPerS, f.RawMix = round(raw.rate()), raw.mix
-	f.CPUPerOpUS = perOpUS(cpu+children1-children0, ops)
-	f.WorkerCPUPerOpUS = perOpUS(children1-children0, ops)
-	f.RawCPUPerOpUS = perOpUS(rawCPU, mixTotal(raw.mix))
-	if hasPG {
-		f.ServerCPUPerOpUS, f.RawServerCPUPerOpUS = perOpUS(server, ops), perOpUS(rawServer, mixTotal(raw.mix))
-	}
+	rawOps := mixTotal(raw.mix)
+	f.CPUPerOpUS = perOpUS(driverCPU.self+driverCPU.children, ops)
+	f.WorkerCPUPerOpUS = perOpUS(driverCPU.children, ops)
+	f.RawCPUPerOpUS = perOpUS(rawCPU.self, rawOps)
+	f.ServerCPUPerOpUS, f.RawServerCPUPerOpUS = perOpUS(driverCPU.server, ops), perOpUS(rawCPU.server, rawOps)
 	c.NoCheck = false
 	checked, err := concurrent.NewRunner(srv, inst, c)
 	if err != nil {

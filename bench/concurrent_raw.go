@@ -31,6 +31,7 @@ type rawLoop struct {
 	next  int           // the next history's index (its draws' seed)
 	busy  time.Duration // the concurrent parts' time, resets left out
 	mix   concurrent.Mix
+	phase func(start bool) // as concurrent.Config.Phase (nil: none)
 }
 
 func newRawLoop(inst *sut.Instance, cfg concurrent.Config) (*rawLoop, error) {
@@ -70,6 +71,9 @@ func (l *rawLoop) run(n int) error {
 			return err
 		}
 		r.left.Store(int64(cfg.Ops))
+		if l.phase != nil {
+			l.phase(true)
+		}
 		start := time.Now()
 		var wg sync.WaitGroup
 		errs := make([]error, cfg.Workers+1)
@@ -88,6 +92,9 @@ func (l *rawLoop) run(n int) error {
 		}
 		wg.Wait()
 		l.busy += time.Since(start)
+		if l.phase != nil {
+			l.phase(false)
+		}
 		for w, err := range errs {
 			if err != nil {
 				return err

@@ -121,6 +121,9 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 	if err := r.reset(h); err != nil {
 		return nil, nil, err
 	}
+	if r.cfg.Phase != nil {
+		r.cfg.Phase(true)
+	}
 	h.rec = newRecorder()
 	h.fixtures = &fixtures{h: h, conn: r.fixtureConn}
 	defer func() { r.fixtureConn = h.fixtures.conn }() // kept for the next history
@@ -149,6 +152,9 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 	}
 	wg.Wait()
 	h.concurrentTime = time.Since(h.rec.start)
+	if r.cfg.Phase != nil {
+		r.cfg.Phase(false)
+	}
 	part := h.rec.history(false)
 	h.concurrentOps = len(part)
 	h.concurrentMix = Mix{}

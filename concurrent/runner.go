@@ -37,6 +37,10 @@ type Config struct {
 	// NoCheck records histories without checking them: `outboxlab bench`
 	// measures the driver alone.
 	NoCheck bool
+	// Phase, when set, is called just before each history's concurrent
+	// part starts (true) and just after it ends (false), outside its
+	// timing: `outboxlab bench` reads CPU counters there.
+	Phase func(start bool)
 }
 
 // Default is `outboxlab check --concurrent`'s budget: 40 histories of 200
