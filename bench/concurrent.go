@@ -52,10 +52,33 @@ func mixTotal(m concurrent.Mix) int {
 func Concurrent(srv *pgserver.Server, inst *sut.Instance, histories int) (ConcurrentFigures, error) {
 	cfg := concurrent.Default()
 	cfg.Faults, cfg.Hold, cfg.Histories, cfg.Duration, cfg.Seed = false, 0, histories, 10*time.Minute, 1
-	var f ConcurrentFigures
-	failed := func(res concurrent.Result) error {
-		return fmt.Errorf("concurrent run of %s failed: %s: %s", inst.Proto.Name, res.Failure.Rule, res.Failure.Detail)
+	f, err := rates(srv, inst, cfg, histories)
+	if err != nil {
+		return f, err
 	}
+	cfg.NoCheck = false
+	checked, err := concurrent.NewRunner(srv, inst, cfg)
+	if err != nil {
+		return f, err
+	}
+	defer checked.Close()
+	res := checked.Run()
+	if res.Failure != nil {
+		return f, failedRun(inst, res)
+	}
+	f.LinearizeMS = round(float64(res.CheckTime.Milliseconds()) / float64(res.Ops) * 1000)
+	return f, nil
+}
+
+func failedRun(inst *sut.Instance, res concurrent.Result) error {
+	return fmt.Errorf("concurrent run of %s failed: %s: %s", inst.Proto.Name, res.Failure.Rule, res.Failure.Detail)
+}
+
+// rates runs the driver, unchecked, and the raw loop in alternation, and
+// takes the figures but linearize_ms_per_1k_ops.
+func rates(srv *pgserver.Server, inst *sut.Instance, cfg concurrent.Config, histories int) (ConcurrentFigures, error) {
+	var f ConcurrentFigures
+	failed := func(res concurrent.Result) error { return failedRun(inst, res) }
 	meter := newCPUMeter(inst)
 	var driverCPU, rawCPU, mark cpuSample
 	// Each side's counters are read around each concurrent part.
@@ -115,17 +138,6 @@ func Concurrent(srv *pgserver.Server, inst *sut.Instance, histories int) (Concur
 	f.WorkerCPUPerOpUS = perOpUS(driverCPU.children, ops)
 	f.RawCPUPerOpUS = perOpUS(rawCPU.self, rawOps)
 	f.ServerCPUPerOpUS, f.RawServerCPUPerOpUS = perOpUS(driverCPU.server, ops), perOpUS(rawCPU.server, rawOps)
-	c.NoCheck = false
-	checked, err := concurrent.NewRunner(srv, inst, c)
-	if err != nil {
-		return f, err
-	}
-	defer checked.Close()
-	res := checked.Run()
-	if res.Failure != nil {
-		return f, failed(res)
-	}
-	f.LinearizeMS = round(float64(res.CheckTime.Milliseconds()) / float64(res.Ops) * 1000)
 	return f, nil
 }
 
