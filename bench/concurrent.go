@@ -3,12 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"sync"
-	"sync/atomic"
+	"io"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/outboxlab/concurrent"
 	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/sut"
@@ -21,201 +18,145 @@ type ConcurrentFigures struct {
 	OpsPerS     float64 // operations per second of `check --concurrent`'s driver, unchecked
 	RawOpsPerS  float64 // the same mix of statements from as many pgx connections
 	LinearizeMS float64 // porcupine's time per 1000 recorded operations
+	// Mix and RawMix are the two rates' statements by kind and outcome:
+	// what shows that they ran the same statements.
+	Mix, RawMix concurrent.Mix
+	// CPUPerOpUS and RawCPUPerOpUS are the CPU time this process and its
+	// worker processes spent per operation of the concurrent parts
+	// (PostgreSQL's left out): steadier than the rates on a shared
+	// machine. WorkerCPUPerOpUS is the worker processes' part of it.
+	CPUPerOpUS, RawCPUPerOpUS, WorkerCPUPerOpUS float64
+	// ServerCPUPerOpUS and RawServerCPUPerOpUS are PostgreSQL's, when the
+	// server runs on this machine (0 otherwise).
+	ServerCPUPerOpUS, RawServerCPUPerOpUS float64
+}
+
+func mixTotal(m concurrent.Mix) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // Concurrent measures inst (leased) with histories histories of each:
 // the driver (worker processes over pipes, every operation recorded, the
-// fixture actor) with checking off, the raw loop, then the driver with
-// checking on, whose check time is divided by its operations (the drains'
-// included). The two rates count the histories' concurrent parts only,
-// resets and drains left out: the same statements, from as many actors.
-// No faults (a restart would stall the figure), and no hold on open
-// claim transactions: the figures are statements, not sleeps.
+// fixture actor) with checking off and the raw loop, in alternation, a
+// block of a few histories each, so that both see the same machine; then
+// the driver with checking on, whose check time is divided by its
+// operations (the drains' included). The two rates count the histories'
+// concurrent parts only, resets and drains left out: the same statements,
+// from as many actors. No faults (a restart would stall the figure), and
+// no hold on open claim transactions: the figures are statements, not
+// sleeps.
 func Concurrent(srv *pgserver.Server, inst *sut.Instance, histories int) (ConcurrentFigures, error) {
 	cfg := concurrent.Default()
 	cfg.Faults, cfg.Hold, cfg.Histories, cfg.Duration, cfg.Seed = false, 0, histories, 10*time.Minute, 1
-	var f ConcurrentFigures
-	drive := func(check bool) (concurrent.Result, error) {
-		c := cfg
-		c.NoCheck = !check
-		r, err := concurrent.NewRunner(srv, inst, c)
-		if err != nil {
-			return concurrent.Result{}, err
-		}
-		defer r.Close()
-		res := r.Run()
-		if res.Failure != nil {
-			return res, fmt.Errorf("concurrent run of %s failed: %s: %s", inst.Proto.Name, res.Failure.Rule, res.Failure.Detail)
-		}
-		return res, nil
-	}
-	res, err := drive(false)
+	f, err := rates(srv, inst, cfg, histories)
 	if err != nil {
 		return f, err
 	}
-	f.OpsPerS = round(float64(res.ConcurrentOps) / res.ConcurrentTime.Seconds())
-	raw, err := rawMix(inst, cfg.Workers, cfg.Events, cfg.Ops, histories)
+	cfg.NoCheck = false
+	checked, err := concurrent.NewRunner(srv, inst, cfg)
 	if err != nil {
 		return f, err
 	}
-	f.RawOpsPerS = round(raw)
-	res, err = drive(true)
-	if err != nil {
-		return f, err
+	defer checked.Close()
+	res := checked.Run()
+	if res.Failure != nil {
+		return f, failedRun(inst, res)
 	}
 	f.LinearizeMS = round(float64(res.CheckTime.Milliseconds()) / float64(res.Ops) * 1000)
 	return f, nil
 }
 
-// rawMix runs the driver's mix of statements without the driver: per
-// history, the table reset to events, then workers connections (one
-// goroutine each) and a fixture connection spend ops operations, with the
-// driver's draws (claims in autocommit and in a transaction committed at
-// once, outcomes of a worker's own claims, expire, due, age and reads with
-// the fixture actor's pauses). It returns operations per second of the
-// concurrent parts, resets left out.
-func rawMix(inst *sut.Instance, workers, events, ops, histories int) (float64, error) {
-	ctx := context.Background()
-	var conns []*pgx.Conn
-	defer func() {
-		for _, c := range conns {
-			closeConn(c)
-		}
-	}()
-	for range workers + 1 {
-		c, err := sut.Connect(ctx, inst.ConnString, inst.Statements.Schema)
-		if err != nil {
-			return 0, err
-		}
-		conns = append(conns, c)
-	}
-	var names []string
-	for i := range events {
-		names = append(names, fmt.Sprintf("e%d", i+1))
-	}
-	total := 0
-	var busy time.Duration
-	for h := range histories {
-		if err := inst.Reset(ctx, names); err != nil {
-			return 0, err
-		}
-		rows, err := inst.Statements.ReadState(ctx, inst.Conn)
-		if err != nil {
-			return 0, err
-		}
-		var ids []string
-		for _, r := range rows {
-			ids = append(ids, r.ID)
-		}
-		var left atomic.Int64
-		left.Store(int64(ops))
-		start := time.Now()
-		var wg sync.WaitGroup
-		errs := make(chan error, workers+1)
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs <- rawWorker(inst, conns[w], fmt.Sprintf("w%d", w+1), rand.New(rand.NewPCG(uint64(h), uint64(w))), &left)
-			}()
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- rawFixtures(inst, conns[workers], ids, rand.New(rand.NewPCG(uint64(h), 99)), &left)
-		}()
-		wg.Wait()
-		busy += time.Since(start)
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				return 0, err
-			}
-		}
-		total += ops
-	}
-	return float64(total) / busy.Seconds(), nil
+func failedRun(inst *sut.Instance, res concurrent.Result) error {
+	return fmt.Errorf("concurrent run of %s failed: %s: %s", inst.Proto.Name, res.Failure.Rule, res.Failure.Detail)
 }
 
-type rawClaim struct {
-	id  string
-	gen int64
-}
-
-func rawWorker(inst *sut.Instance, conn *pgx.Conn, name string, rng *rand.Rand, left *atomic.Int64) error {
-	st := inst.Statements
-	var claims []rawClaim
-	for left.Add(-1) >= 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		n := rng.IntN(100)
-		var err error
-		switch {
-		case n < 30 || n >= 50 && len(claims) == 0:
-			var rows []sut.ClaimResult
-			rows, err = st.ClaimRows(ctx, conn, name)
-			for _, r := range rows {
-				claims = append(claims, rawClaim{r.ID, r.Gen})
+// rates runs the driver, unchecked, and the raw loop in alternation, and
+// takes the figures but linearize_ms_per_1k_ops.
+func rates(srv *pgserver.Server, inst *sut.Instance, cfg concurrent.Config, histories int) (ConcurrentFigures, error) {
+	var f ConcurrentFigures
+	failed := func(res concurrent.Result) error { return failedRun(inst, res) }
+	meter := newCPUMeter(inst)
+	var driverCPU, rawCPU, mark cpuSample
+	// Each side's counters are read around each concurrent part.
+	phase := func(total *cpuSample) func(bool) {
+		return func(start bool) {
+			if start {
+				mark = meter.read(true)
+				return
 			}
-		case n < 50:
-			var tx pgx.Tx
-			if tx, err = conn.Begin(ctx); err == nil {
-				var rows []sut.ClaimResult
-				if rows, err = st.ClaimRows(ctx, tx, name); err == nil {
-					left.Add(-1)
-					err = tx.Commit(ctx)
-					for _, r := range rows {
-						claims = append(claims, rawClaim{r.ID, r.Gen})
-					}
-				}
-			}
-		default:
-			c := claims[len(claims)-1]
-			if rng.IntN(2) == 0 {
-				c = claims[rng.IntN(len(claims))]
-			}
-			section := sut.Complete
-			switch k := rng.IntN(20); {
-			case k < 5:
-				section = sut.Retry
-			case k < 9 && inst.Proto.Has(sut.Renew):
-				section = sut.Renew
-			}
-			_, err = st.Apply(ctx, conn, section, sut.Args{ID: c.id, Gen: c.gen, Worker: name})
-		}
-		cancel()
-		if err != nil {
-			return fmt.Errorf("raw %s: %w", name, err)
-		}
-		if len(claims) > 8 {
-			claims = claims[len(claims)-8:]
+			*total = total.add(meter.read(false).sub(mark))
 		}
 	}
-	return nil
+	c := cfg
+	c.NoCheck = true
+	c.Phase = phase(&driverCPU)
+	driver, err := concurrent.NewRunner(srv, inst, c)
+	if err != nil {
+		return f, err
+	}
+	defer driver.Close()
+	raw, err := newRawLoop(inst, cfg)
+	if err != nil {
+		return f, err
+	}
+	defer raw.close()
+	raw.phase = phase(&rawCPU)
+	// A history of each first, not counted: the worker processes' and the
+	// connections' start (a backend's first statements) is no operation's.
+	if res := driver.RunMore(1, cfg.Duration); res.Failure != nil {
+		return f, failed(res)
+	}
+	if err := raw.run(1); err != nil {
+		return f, err
+	}
+	raw.busy, raw.mix = 0, concurrent.Mix{}
+	driverCPU, rawCPU = cpuSample{}, cpuSample{}
+	var ops int
+	var opsTime time.Duration
+	f.Mix = concurrent.Mix{}
+	for done := 0; done < histories; {
+		n := min(concurrentBlock, histories-done)
+		res := driver.RunMore(n, cfg.Duration)
+		if res.Failure != nil {
+			return f, failed(res)
+		}
+		if err := raw.run(n); err != nil {
+			return f, err
+		}
+		ops, opsTime = ops+res.ConcurrentOps, opsTime+res.ConcurrentTime
+		f.Mix.Merge(res.ConcurrentMix)
+		done += n
+	}
+	f.OpsPerS = round(float64(ops) / opsTime.Seconds())
+	f.RawOpsPerS, f.RawMix = round(raw.rate()), raw.mix
+	rawOps := mixTotal(raw.mix)
+	f.CPUPerOpUS = perOpUS(driverCPU.self+driverCPU.children, ops)
+	f.WorkerCPUPerOpUS = perOpUS(driverCPU.children, ops)
+	f.RawCPUPerOpUS = perOpUS(rawCPU.self, rawOps)
+	f.ServerCPUPerOpUS, f.RawServerCPUPerOpUS = perOpUS(driverCPU.server, ops), perOpUS(rawCPU.server, rawOps)
+	return f, nil
 }
 
-func rawFixtures(inst *sut.Instance, conn *pgx.Conn, ids []string, rng *rand.Rand, left *atomic.Int64) error {
-	st := inst.Statements
-	for left.Add(-1) >= 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		id := ids[rng.IntN(len(ids))]
-		var err error
-		switch n := rng.IntN(100); {
-		case n < 22:
-			_, err = st.ReadState(ctx, conn)
-		case n < 52:
-			err = st.Exec(ctx, conn, sut.Expire, sut.Args{ID: id, Worker: "harness"})
-		case n < 67:
-			err = st.Exec(ctx, conn, sut.Due, sut.Args{ID: id, Worker: "harness"})
-		case n < 77 && inst.Proto.Has(sut.Age):
-			err = st.Exec(ctx, conn, sut.Age, sut.Args{ID: id, Worker: "harness", Seconds: 18})
-		default:
-			_, err = st.ReadState(ctx, conn)
-		}
-		cancel()
-		if err != nil {
-			return fmt.Errorf("raw fixtures: %w", err)
-		}
-		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Microsecond)
+// concurrentBlock is how many histories the driver and the raw loop run in
+// turn: a block lasts well under a second, short against the swings of
+// other work on a shared machine.
+const concurrentBlock = 5
+
+// ConcurrentOnly is `outboxlab bench --only concurrent`: the three
+// concurrent figures on a leased of their own, with the machine and its
+// load, so that the driver can be measured without the rest of the bench.
+func ConcurrentOnly(ctx context.Context, srv *pgserver.Server, histories int, progress io.Writer) (ConcurrentFigures, Machine, error) {
+	m := Host(srv)
+	inst, err := Install(ctx, srv, "leased")
+	if err != nil {
+		return ConcurrentFigures{}, m, err
 	}
-	return nil
+	defer inst.Close()
+	fmt.Fprintf(progress, "bench: concurrent mode, %d histories of leased, unchecked, raw and checked\n", histories)
+	f, err := Concurrent(srv, inst, histories)
+	return f, m, err
 }

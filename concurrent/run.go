@@ -29,6 +29,8 @@ type Result struct {
 	// the histories' concurrent parts: resets and drains left out.
 	ConcurrentOps  int
 	ConcurrentTime time.Duration
+	// ConcurrentMix is the concurrent parts' statements by kind and outcome.
+	ConcurrentMix Mix
 }
 
 // Failure is a history that broke the policy: not linearizable against
@@ -47,11 +49,22 @@ type Failure struct {
 }
 
 // Run runs histories until the budget is spent or one fails.
-func (r *Runner) Run() Result {
-	res := Result{Faults: map[string]int{}}
+func (r *Runner) Run() Result { return r.RunMore(r.cfg.Histories, r.cfg.Duration) }
+
+// RunMore runs up to n more histories of the run, within d, numbered and
+// drawn after those run before: `outboxlab bench` alternates a few of the
+// driver's histories with a few of the raw loop's, so that both see the
+// same machine.
+func (r *Runner) RunMore(n int, d time.Duration) Result {
+	res := Result{Faults: map[string]int{}, ConcurrentMix: Mix{}}
 	start := time.Now()
-	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0x6f7574626f78))
-	for i := 0; i < r.cfg.Histories && time.Since(start) < r.cfg.Duration; i++ {
+	if r.rng == nil {
+		r.rng = rand.New(rand.NewPCG(r.cfg.Seed, 0x6f7574626f78))
+	}
+	rng := r.rng
+	for k := 0; k < n && time.Since(start) < d; k++ {
+		i := r.next
+		r.next++
 		t0 := time.Now()
 		h, fired, err := r.runHistory(i, rng)
 		res.DriveTime += time.Since(t0)
@@ -67,6 +80,7 @@ func (r *Runner) Run() Result {
 		res.Ops += len(ops)
 		res.ConcurrentOps += h.concurrentOps
 		res.ConcurrentTime += h.concurrentTime
+		res.ConcurrentMix.Merge(h.concurrentMix)
 		if h.failure != nil {
 			f := *h.failure
 			f.History, f.Full = i+1, len(ops)
@@ -107,6 +121,9 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 	if err := r.reset(h); err != nil {
 		return nil, nil, err
 	}
+	if r.cfg.Phase != nil {
+		r.cfg.Phase(true)
+	}
 	h.rec = newRecorder()
 	h.fixtures = &fixtures{h: h, conn: r.fixtureConn}
 	defer func() { r.fixtureConn = h.fixtures.conn }() // kept for the next history
@@ -135,7 +152,13 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 	}
 	wg.Wait()
 	h.concurrentTime = time.Since(h.rec.start)
-	h.concurrentOps = len(h.rec.history(false))
+	if r.cfg.Phase != nil {
+		r.cfg.Phase(false)
+	}
+	part := h.rec.history(false)
+	h.concurrentOps = len(part)
+	h.concurrentMix = Mix{}
+	h.concurrentMix.Add(part)
 	close(stop)
 	faultsDone.Wait()
 	if h.failure == nil {

@@ -3,6 +3,7 @@ package concurrent
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,10 @@ type Config struct {
 	// NoCheck records histories without checking them: `outboxlab bench`
 	// measures the driver alone.
 	NoCheck bool
+	// Phase, when set, is called just before each history's concurrent
+	// part starts (true) and just after it ends (false), outside its
+	// timing: `outboxlab bench` reads CPU counters there.
+	Phase func(start bool)
 }
 
 // Default is `outboxlab check --concurrent`'s budget: 40 histories of 200
@@ -57,6 +62,8 @@ type Runner struct {
 	// fixtureConn is the fixture actor's connection, kept across
 	// histories (nil until the first, and after a restart broke it).
 	fixtureConn *pgx.Conn
+	rng         *rand.Rand // the run's draws, from Seed (RunMore goes on)
+	next        int        // the next history's index
 }
 
 // NewRunner prepares a run: the fault proxies when cfg has faults, a
@@ -137,6 +144,7 @@ type history struct {
 	// time from the history's start to the last actor's end.
 	concurrentOps  int
 	concurrentTime time.Duration
+	concurrentMix  Mix
 }
 
 func (h *history) hasGen() bool { return h.r.inst.Statements.HasGen }

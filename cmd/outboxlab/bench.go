@@ -24,6 +24,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if wantsBacklog(args) {
 		return runBacklog(args, stdout, stderr) // backlog.go
 	}
+	if wantsOnly(args) {
+		return runBenchOnly(args, stdout, stderr) // bench_only.go
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
@@ -32,6 +35,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab bench [--json] [--quick] [--cpuprofile FILE]")
 		fmt.Fprintln(fs.Output(), "       outboxlab bench --backlog [flags] [PROTOCOL ...]   (the claim under a backlog: bench --backlog -h)")
+		fmt.Fprintln(fs.Output(), "       outboxlab bench --only concurrent [--json] [--histories N]   (the concurrent mode's figures alone: bench --only concurrent -h)")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, stdout); !ok {
