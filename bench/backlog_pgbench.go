@@ -96,11 +96,17 @@ type pgbenchRun struct {
 // seconds, at least one: pgbench's -T), against the protocol's schema, and
 // reads each transaction's latency from its log.
 func runPgbench(ctx context.Context, inst *sut.Instance, d time.Duration) (pgbenchRun, error) {
+	return runPgbenchScript(ctx, inst.ConnString, inst.Statements.Schema, pgbenchScript(inst.Statements.Stmts[sut.Claim]), d)
+}
+
+// runPgbenchScript runs a pgbench script from one client for d, with
+// schema first on the search path.
+func runPgbenchScript(ctx context.Context, connString, schema, text string, d time.Duration) (pgbenchRun, error) {
 	bin, err := findPgbench()
 	if err != nil {
 		return pgbenchRun{}, err
 	}
-	cfg, err := pgconn.ParseConfig(inst.ConnString)
+	cfg, err := pgconn.ParseConfig(connString)
 	if err != nil {
 		return pgbenchRun{}, err
 	}
@@ -110,7 +116,7 @@ func runPgbench(ctx context.Context, inst *sut.Instance, d time.Duration) (pgben
 	}
 	defer cleanup()
 	script := filepath.Join(dir, "claim.sql")
-	if err := os.WriteFile(script, []byte(pgbenchScript(inst.Statements.Stmts[sut.Claim])), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte(text), 0o644); err != nil {
 		return pgbenchRun{}, err
 	}
 	secs := max(1, int(math.Round(d.Seconds())))
@@ -119,7 +125,7 @@ func runPgbench(ctx context.Context, inst *sut.Instance, d time.Duration) (pgben
 		"-l", "--log-prefix", filepath.Join(dir, "log"), cfg.Database)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PGHOST="+cfg.Host, "PGPORT="+strconv.Itoa(int(cfg.Port)),
-		"PGUSER="+cfg.User, "PGPASSWORD="+cfg.Password, "PGOPTIONS=-c search_path="+inst.Statements.Schema)
+		"PGUSER="+cfg.User, "PGPASSWORD="+cfg.Password, "PGOPTIONS=-c search_path="+schema)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := runDyingWithUs(cmd); err != nil {

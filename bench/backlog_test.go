@@ -29,7 +29,7 @@ func quickBacklog() BacklogOptions {
 	return BacklogOptions{Sizes: []int{1_000, 10_000}, For: 50 * time.Millisecond, MinClaims: 3, Connections: []int{1, 4}}
 }
 
-func server(t *testing.T) *pgserver.Server {
+func server(t testing.TB) *pgserver.Server {
 	t.Helper()
 	srv, err := pgserver.Shared()
 	if err != nil {
