@@ -24,58 +24,53 @@ type Latency struct {
 	ClaimsPerS  float64 `json:"claims_per_s"` // claim transactions per second, all connections
 }
 
-// claimRolledBack runs the claim in a transaction that it rolls back: the
-// claimed rows stay eligible, so the backlog keeps its mix however many
-// claims are timed. The cost counted is BEGIN, the claim's statements and
-// ROLLBACK, three round trips for a one-statement claim: exactly what the
-// pgbench script runs (see pgbench.go). Each rolled-back update still
-// leaves a dead row version, which the server prunes as it goes.
+// claimTx is the transaction every claim timed runs, by the bench and by
+// pgbench alike: BEGIN, the claim's statements, ROLLBACK, each its own
+// round trip, three for a one-statement claim. Rolling back keeps the
+// claimed rows eligible, so the backlog keeps its mix however many claims
+// are timed; each rolled-back update still leaves a dead row version,
+// which the server prunes as it goes. Counted is the statement whose rows
+// are the claim's.
 //
-// It runs the statements itself rather than through sut's ClaimRows,
-// which is the suite's: that one checks every row it reads (scanned into
-// nullable values, a scan plan per query) and sends a section's earlier
-// statements unprepared, which costs 50 to 200 µs a claim here, the price
-// of the suite's checks and not of the protocol's SQL. This sends BEGIN,
-// every statement and ROLLBACK prepared and counts the rows, as pgbench -M
-// prepared does with the same script.
-func claimRolledBack(ctx context.Context, conn *pgx.Conn, stmts *sut.Statements, worker string) (rows int, err error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if _, err := conn.Exec(ctx, "BEGIN", pgx.QueryExecModeCacheStatement); err != nil {
-		return 0, err
-	}
-	rows, err = claimInTx(ctx, conn, stmts.Stmts[sut.Claim], worker)
-	// ROLLBACK also ends a transaction that a failed statement aborted.
-	if _, rerr := conn.Exec(ctx, "ROLLBACK", pgx.QueryExecModeCacheStatement); err == nil {
-		err = rerr
-	}
-	return rows, err
+// The bench does not claim through sut's ClaimRows, which is the suite's:
+// that one checks every row it reads (scanned into nullable values, a
+// scan plan per query) and sends a section's earlier statements
+// unprepared, which costs 50 to 200 µs a claim here, the price of the
+// suite's checks and not of the protocol's SQL.
+func claimTx(st sut.Stmt) (stmts []sut.Stmt, counted int) {
+	stmts = append([]sut.Stmt{{SQL: "BEGIN"}}, st.Prelude...)
+	stmts = append(stmts, sut.Stmt{SQL: st.SQL, Params: st.Params})
+	return append(stmts, sut.Stmt{SQL: "ROLLBACK"}), len(stmts) - 1
 }
 
-func claimInTx(ctx context.Context, conn *pgx.Conn, st sut.Stmt, worker string) (rows int, err error) {
-	for _, p := range st.Prelude {
-		if _, err := conn.Exec(ctx, p.SQL, claimArgs(p, worker)...); err != nil {
-			return 0, err
-		}
-	}
-	res, err := conn.Query(ctx, st.SQL, claimArgs(st, worker)...)
+// openClaimTx connects and prepares claimTx with every parameter bound
+// to worker (a claim takes only @worker), as pgbench -D worker=... does.
+func openClaimTx(ctx context.Context, inst *sut.Instance, worker string) (*wireTx, error) {
+	stmts, counted := claimTx(inst.Statements.Stmts[sut.Claim])
+	c, err := connectRaw(ctx, inst.ConnString, inst.Statements.Schema)
 	if err != nil {
-		return 0, err
+		return nil, fmt.Errorf("connect: %w", err)
 	}
-	for res.Next() {
-		rows++
+	var sqls []string
+	var nparams []int
+	for _, s := range stmts {
+		sqls, nparams = append(sqls, s.SQL), append(nparams, len(s.Params))
 	}
-	return rows, res.Err()
+	return openWireTx(ctx, c, sqls, nparams, worker, counted)
 }
 
-// claimArgs are a claim statement's arguments (it takes only @worker),
-// behind the mode that keeps even a statement without any prepared.
-func claimArgs(st sut.Stmt, worker string) []any {
-	args := []any{pgx.QueryExecModeCacheStatement}
-	for range st.Params {
-		args = append(args, worker)
+// connectRaw is sut.Connect over a rawConn.
+func connectRaw(ctx context.Context, connString, schema string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return nil, err
 	}
-	return args
+	cfg.RuntimeParams["search_path"] = schema
+	cfg.RuntimeParams["application_name"] = "outboxlab"
+	cfg.DialFunc = dialRaw
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return pgx.ConnectConfig(ctx, cfg)
 }
 
 // measureClaims times rolled-back claims from conns connections for at
@@ -110,28 +105,28 @@ func (r claimRun) latency(conns int) (Latency, error) {
 }
 
 func timeClaims(ctx context.Context, inst *sut.Instance, conns int, d time.Duration, minClaims int) (claimRun, error) {
-	var cs []*pgx.Conn
+	var cs []*wireTx
 	defer func() {
 		for _, c := range cs {
-			closeConn(c)
+			c.close()
 		}
 	}()
-	for range conns {
-		c, err := sut.Connect(ctx, inst.ConnString, inst.Statements.Schema)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for i := range conns {
+		c, err := openClaimTx(ctx, inst, fmt.Sprintf("b%d", i+1))
 		if err != nil {
-			return claimRun{}, fmt.Errorf("connect: %w", err)
+			return claimRun{}, err
 		}
 		cs = append(cs, c)
-		// One untimed claim: the statement prepared, the plan cached.
-		if _, err := claimRolledBack(ctx, c, inst.Statements, "b1"); err != nil {
+		// One untimed claim: the first execution plans it.
+		if _, err := c.run(); err != nil {
 			return claimRun{}, fmt.Errorf("warm-up claim: %w", err)
 		}
 	}
 	samples := make([][]time.Duration, conns)
 	empty := make([]int, conns)
 	errs := make([]error, conns)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, c := range cs {
@@ -139,7 +134,7 @@ func timeClaims(ctx context.Context, inst *sut.Instance, conns int, d time.Durat
 			worker := fmt.Sprintf("b%d", i+1)
 			for ctx.Err() == nil && (time.Since(start) < d || i == 0 && len(samples[0]) < minClaims) {
 				t0 := time.Now()
-				n, err := claimRolledBack(ctx, c, inst.Statements, worker)
+				n, err := c.run()
 				if err != nil {
 					errs[i] = fmt.Errorf("claim as %s: %w", worker, err)
 					cancel()

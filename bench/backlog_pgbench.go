@@ -35,19 +35,15 @@ type Pgbench struct {
 	ThroughputRatio float64 `json:"throughput_ratio"`
 }
 
-// pgbenchScript is the claim as a pgbench script: BEGIN, the claim's
-// statements, ROLLBACK, the transaction claimRolledBack runs. Rolling back
-// rather than claiming and then resetting the row keeps the script to the
-// claim alone (a reset would be a second update to time and to clean up)
-// and the backlog exactly as it was. Parameters become pgbench variables,
-// which -M prepared sends as bound parameters, as pgx does.
+// pgbenchScript is claimTx as a pgbench script. Parameters become pgbench
+// variables, which -M prepared sends as bound parameters in text, as the
+// bench's wireTx does.
 func pgbenchScript(st sut.Stmt) string {
 	var b strings.Builder
-	b.WriteString("BEGIN;\n")
-	for _, s := range append(append([]sut.Stmt{}, st.Prelude...), sut.Stmt{SQL: st.SQL, Params: st.Params}) {
+	stmts, _ := claimTx(st)
+	for _, s := range stmts {
 		b.WriteString(pgbenchVariables(s) + ";\n")
 	}
-	b.WriteString("ROLLBACK;\n")
 	return b.String()
 }
 
@@ -90,6 +86,7 @@ func isExecutable(p string) bool {
 type pgbenchRun struct {
 	latencies []time.Duration
 	seconds   int // the runs' -T, summed
+	usage     clientUsage
 }
 
 // runPgbench runs the claim with pgbench from one client for d (whole
@@ -135,7 +132,7 @@ func runPgbenchScript(ctx context.Context, connString, schema, text string, d ti
 	if err == nil && len(lat) == 0 {
 		err = fmt.Errorf("pgbench ran no transaction:\n%s", lastLines(out.String(), 5))
 	}
-	return pgbenchRun{latencies: lat, seconds: secs}, err
+	return pgbenchRun{latencies: lat, seconds: secs, usage: usageOf(cmd.ProcessState)}, err
 }
 
 // pgbenchLatencies reads the per-transaction log: the third field is the
