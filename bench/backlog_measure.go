@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/outboxlab/outboxlab/sut"
 )
 
@@ -43,11 +44,30 @@ func claimTx(st sut.Stmt) (stmts []sut.Stmt, counted int) {
 	return append(stmts, sut.Stmt{SQL: "ROLLBACK"}), len(stmts) - 1
 }
 
-// openClaimTx connects and prepares claimTx with every parameter bound
-// to worker (a claim takes only @worker), as pgbench -D worker=... does.
+// openClaimTx connects over a rawConn and prepares claimTx with every
+// parameter bound to worker (a claim takes only @worker), as pgbench -D
+// worker=... does.
 func openClaimTx(ctx context.Context, inst *sut.Instance, worker string) (*wireTx, error) {
+	return openClaimTxDialing(ctx, inst, worker, dialRaw)
+}
+
+// openClaimTxDialing is openClaimTx over the connection dial makes (nil:
+// pgx's own, a plain net.Conn).
+func openClaimTxDialing(ctx context.Context, inst *sut.Instance, worker string, dial pgconn.DialFunc) (*wireTx, error) {
 	stmts, counted := claimTx(inst.Statements.Stmts[sut.Claim])
-	c, err := connectRaw(ctx, inst.ConnString, inst.Statements.Schema)
+	cfg, err := pgx.ParseConfig(inst.ConnString)
+	if err != nil {
+		return nil, err
+	}
+	// As sut.Connect, which takes no dialer.
+	cfg.RuntimeParams["search_path"] = inst.Statements.Schema
+	cfg.RuntimeParams["application_name"] = "outboxlab"
+	if dial != nil {
+		cfg.DialFunc = dial
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := pgx.ConnectConfig(cctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -57,20 +77,6 @@ func openClaimTx(ctx context.Context, inst *sut.Instance, worker string) (*wireT
 		sqls, nparams = append(sqls, s.SQL), append(nparams, len(s.Params))
 	}
 	return openWireTx(ctx, c, sqls, nparams, worker, counted)
-}
-
-// connectRaw is sut.Connect over a rawConn.
-func connectRaw(ctx context.Context, connString, schema string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(connString)
-	if err != nil {
-		return nil, err
-	}
-	cfg.RuntimeParams["search_path"] = schema
-	cfg.RuntimeParams["application_name"] = "outboxlab"
-	cfg.DialFunc = dialRaw
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return pgx.ConnectConfig(ctx, cfg)
 }
 
 // measureClaims times rolled-back claims from conns connections for at

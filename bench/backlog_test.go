@@ -38,7 +38,7 @@ func server(t testing.TB) *pgserver.Server {
 	return srv
 }
 
-func resolve(t *testing.T, arg string) *sut.Protocol {
+func resolve(t testing.TB, arg string) *sut.Protocol {
 	t.Helper()
 	p, err := sut.Resolve(arg)
 	if err != nil {
@@ -160,7 +160,7 @@ func TestMixReadsBack(t *testing.T) {
 
 // loadMixed installs a protocol, loads n events and applies its mixer
 // (or the one given).
-func loadMixed(t *testing.T, srv *pgserver.Server, arg string, n int, use *mixer) (*sut.Instance, mixer) {
+func loadMixed(t testing.TB, srv *pgserver.Server, arg string, n int, use *mixer) (*sut.Instance, mixer) {
 	t.Helper()
 	ctx := context.Background()
 	inst, err := install(ctx, srv, resolve(t, arg))

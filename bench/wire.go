@@ -15,21 +15,21 @@ import (
 // wireTx is one connection that runs one transaction of prepared
 // statements over and over, speaking the extended query protocol itself
 // once pgx has connected and prepared them. Each statement is its own
-// round trip of Bind, Describe (portal), Execute and Sync with its
-// parameters as text and its results as text: the messages libpq sends
-// for pgbench -M prepared, so that both clients ask the server for the
-// same work.
+// round trip of Bind, Describe (portal), Execute and Sync, parameters and
+// results in text: the messages libpq sends for pgbench -M prepared, so
+// that both clients ask the server for the same work.
 //
-// Why not pgx: measured with BenchmarkRoundTripAlternating, pgx and pgconn
-// took 38 to 42 µs for BEGIN; SELECT 1; ROLLBACK where pgbench took 22 to
-// 24, and a profile puts the difference in the Go scheduler, not in
-// decoding: each flush resets pgconn's 15 ms slow-write timer, each call
-// under a deadline context adds one more, and a timer that becomes the
-// earliest wakes an idle thread to spin for work (wakeNetPoller, startm),
-// a second thread woken on the other core, where the server's backend
-// runs, three times a transaction. This loop arms no timer per call: the
-// socket's deadline, set at most every deadlineRefresh, bounds every call
-// to callTimeout.
+// Why not pgx.Conn, which the bench used before: its claim cost 1.35 to
+// 2.1 times pgbench's at 10^3 events (BenchmarkClaimAlternating, the same
+// rounds for both). Part of that was shape: pgx sends an Exec without
+// arguments (BEGIN, ROLLBACK) by the simple protocol whatever the mode
+// asked, so the two clients did not send the same messages. The rest is
+// the client's own work per round trip: pgconn resets its 15 ms
+// slow-write timer at every flush and watches the call's context, and
+// every read and write is a system call that wakes the Go runtime's
+// monitor thread (see rawConn). This loop arms no timer per call: the
+// socket's deadline, moved on at most every sixth of the timeout, bounds
+// every call to its timeout (callTimeout).
 type wireTx struct {
 	conn     net.Conn
 	fe       *pgproto3.Frontend
@@ -37,6 +37,7 @@ type wireTx struct {
 	counted  int // the statement whose rows run returns
 	ctx      context.Context
 	stop     func() bool
+	timeout  time.Duration // the most any one call may take
 	deadline time.Time
 }
 
@@ -45,10 +46,10 @@ type wireStmt struct {
 	params [][]byte
 }
 
-const (
-	callTimeout     = time.Minute
-	deadlineRefresh = 10 * time.Second
-)
+// callTimeout bounds every call; the socket's deadline is moved on when
+// less than five sixths of it is left, so each call has between that and
+// the whole of it.
+const callTimeout = time.Minute
 
 // openWireTx prepares sqls on c, each with its parameters all bound to the
 // text arg (the claims' @worker), and takes the connection over from pgx:
@@ -56,7 +57,7 @@ const (
 // cancellation of ctx interrupts a call in progress.
 func openWireTx(ctx context.Context, c *pgx.Conn, sqls []string, nparams []int, arg string, counted int) (*wireTx, error) {
 	pc := c.PgConn()
-	w := &wireTx{counted: counted, ctx: ctx}
+	w := &wireTx{counted: counted, ctx: ctx, timeout: callTimeout}
 	pctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	for i, sql := range sqls {
@@ -95,8 +96,8 @@ func (w *wireTx) run() (rows int, err error) {
 	if err := w.ctx.Err(); err != nil {
 		return 0, err
 	}
-	if time.Until(w.deadline) < callTimeout-deadlineRefresh {
-		w.deadline = time.Now().Add(callTimeout)
+	if time.Until(w.deadline) < w.timeout*5/6 {
+		w.deadline = time.Now().Add(w.timeout)
 		if err := w.conn.SetDeadline(w.deadline); err != nil {
 			return 0, err
 		}
@@ -158,7 +159,7 @@ func (w *wireTx) connErr(err error) error {
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return fmt.Errorf("no reply within %v: %w", callTimeout, err)
+		return fmt.Errorf("no reply within %v: %w", w.timeout, err)
 	}
 	return err
 }
