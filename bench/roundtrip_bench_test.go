@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // roundTripVariant is one way for a Go client to send BEGIN; SELECT 1;
@@ -72,9 +73,9 @@ var roundTripVariants = []roundTripVariant{
 			return nil
 		}
 	}},
-	// wireTx, what the bench now runs.
-	{"wire", func(tb testing.TB, cs string) func() error { return roundTripWire(tb, roundTripConn(tb, cs)) }},
-	{"wire-raw", func(tb testing.TB, cs string) func() error { return roundTripWire(tb, roundTripRawConn(tb, cs)) }},
+	// wireTx on Go's own net.Conn, and on a rawConn: what the bench runs.
+	{"wire-netconn", func(tb testing.TB, cs string) func() error { return roundTripWire(tb, roundTripConn(tb, cs)) }},
+	{"wire", func(tb testing.TB, cs string) func() error { return roundTripWire(tb, roundTripRawConn(tb, cs, dialRaw)) }},
 }
 
 func roundTripWire(tb testing.TB, c *pgx.Conn) func() error {
@@ -92,12 +93,12 @@ func roundTripWire(tb testing.TB, c *pgx.Conn) func() error {
 	}
 }
 
-func roundTripRawConn(tb testing.TB, connString string) *pgx.Conn {
+func roundTripRawConn(tb testing.TB, connString string, dial pgconn.DialFunc) *pgx.Conn {
 	cfg, err := pgx.ParseConfig(connString)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg.DialFunc = dialRaw
+	cfg.DialFunc = dial
 	c, err := pgx.ConnectConfig(context.Background(), cfg)
 	if err != nil {
 		tb.Fatal(err)
