@@ -14,7 +14,9 @@ import (
 // both the same weather. Each side's figures pool its rounds. Neither side's
 // figure is corrected for the other's: no floor is subtracted.
 func compareWithPgbench(ctx context.Context, inst *sut.Instance, d time.Duration, minClaims int) (Latency, Pgbench, error) {
-	rounds := max(1, min(3, int(d/time.Second)))
+	// A round a second, at most ten: a longer --for buys more rounds,
+	// and more alternations are what narrow the weather's share.
+	rounds := max(1, min(10, int(d/time.Second)))
 	slice := d / time.Duration(rounds)
 	// Untimed first: the first second of rolled-back claims on a freshly
 	// vacuumed table is slower for any client (pgbench's too, measured
