@@ -75,7 +75,9 @@ var roundTripVariants = []roundTripVariant{
 	}},
 	// wireTx on Go's own net.Conn, and on a rawConn: what the bench runs.
 	{"wire-netconn", func(tb testing.TB, cs string) func() error { return roundTripWire(tb, roundTripConn(tb, cs)) }},
-	{"wire", func(tb testing.TB, cs string) func() error { return roundTripWire(tb, roundTripRawConn(tb, cs, dialRaw)) }},
+	{"wire", func(tb testing.TB, cs string) func() error {
+		return roundTripWire(tb, roundTripRawConn(tb, cs, dialRaw))
+	}},
 }
 
 func roundTripWire(tb testing.TB, c *pgx.Conn) func() error {
