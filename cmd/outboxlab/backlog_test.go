@@ -56,6 +56,11 @@ func TestBacklogJSON(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("not one JSON object: %v\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
+	// Every field as docs/json.md documents it (the churn and pgbench
+	// objects included: both run here).
+	if errs := validateLine(readSchemas(t, "../../docs/json.md"), "backlog", stdout.String()); len(errs) > 0 {
+		t.Errorf("bench --backlog --json output and docs/json.md differ:\n  %s", strings.Join(errs, "\n  "))
+	}
 	if len(got.Protocols) != 1 || got.Protocols[0].Protocol != "leased" {
 		t.Fatalf("protocols: %+v", got.Protocols)
 	}

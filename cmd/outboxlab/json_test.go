@@ -33,6 +33,9 @@ func TestJSONSchema(t *testing.T) {
 		"bench":         reflect.TypeFor[bench.Figures](),
 		"bench_machine": reflect.TypeFor[bench.Machine](),
 	}
+	for typ, name := range backlogTypes {
+		types[name] = typ
+	}
 	for name, typ := range types {
 		if d := diffSchemas(docs[name], typeSchema(typ)); len(d) > 0 {
 			t.Errorf("%s (%v) and docs/json.md differ:\n  %s", name, typ, strings.Join(d, "\n  "))
@@ -181,11 +184,33 @@ var namedTypes = map[reflect.Type]string{
 	reflect.TypeFor[bench.Machine]():        "bench_machine",
 }
 
+// backlogTypes are bench --backlog --json's, each with its table.
+var backlogTypes = map[reflect.Type]string{
+	reflect.TypeFor[bench.Backlog]():         "backlog",
+	reflect.TypeFor[bench.ProtocolBacklog](): "backlog_protocol",
+	reflect.TypeFor[bench.SizeResult]():      "backlog_size",
+	reflect.TypeFor[bench.Setup]():           "backlog_setup",
+	reflect.TypeFor[bench.Latency]():         "backlog_latency",
+	reflect.TypeFor[bench.Plan]():            "backlog_plan",
+	reflect.TypeFor[bench.ScanNode]():        "backlog_scan",
+	reflect.TypeFor[bench.Pgbench]():         "backlog_pgbench",
+	reflect.TypeFor[bench.Churn]():           "backlog_churn",
+	reflect.TypeFor[bench.Tables]():          "backlog_tables",
+}
+
+func init() {
+	for typ, name := range backlogTypes {
+		namedTypes[typ] = name
+	}
+}
+
 func jsonType(t reflect.Type) string {
 	if name, ok := namedTypes[t]; ok {
 		return name
 	}
 	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonType(t.Elem()) // nil only where omitempty leaves it out
 	case reflect.String:
 		return "string"
 	case reflect.Bool:
