@@ -45,19 +45,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "outboxlab bench: takes no protocol: it measures the built-in leased and baseline")
 		return exitBad
 	}
-	srv, err := pgserver.Shared()
-	if err != nil {
-		fmt.Fprintln(stderr, "outboxlab:", err)
+	srv, stop, ok := benchServer(*cpuProfile, stderr)
+	if !ok {
 		return exitBad
 	}
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			fmt.Fprintln(stderr, "outboxlab bench:", err)
-			return exitBad
-		}
-		defer stop()
-	}
+	defer stop()
 	opt := bench.Full()
 	if *quick {
 		opt = bench.Quick()
@@ -144,4 +136,23 @@ func printFigures(w io.Writer, f bench.Figures) {
 			fmt.Fprintf(w, "nightly %d checks with %s parallel: %v\n", nightlyChecks, p, d.Round(time.Second))
 		}
 	}
+}
+
+// benchServer finds or starts the server, as check does, and starts the
+// CPU profile a --cpuprofile asks for; stop ends it (a no-op without one).
+// Its errors are printed; ok is false after one.
+func benchServer(cpuProfile string, stderr io.Writer) (srv *pgserver.Server, stop func(), ok bool) {
+	srv, err := pgserver.Shared()
+	if err != nil {
+		fmt.Fprintln(stderr, "outboxlab:", err)
+		return nil, nil, false
+	}
+	stop = func() {}
+	if cpuProfile != "" {
+		if stop, err = startCPUProfile(cpuProfile); err != nil {
+			fmt.Fprintln(stderr, "outboxlab bench:", err)
+			return nil, nil, false
+		}
+	}
+	return srv, stop, true
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/bench"
-	"github.com/outboxlab/outboxlab/pgserver"
 )
 
 // wantsOnly reports whether bench's arguments ask for one part of the
@@ -57,19 +56,11 @@ func runBenchOnly(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "outboxlab bench: takes no protocol: it measures the built-in leased")
 		return exitBad
 	}
-	srv, err := pgserver.Shared()
-	if err != nil {
-		fmt.Fprintln(stderr, "outboxlab:", err)
+	srv, stop, ok := benchServer(*cpuProfile, stderr)
+	if !ok {
 		return exitBad
 	}
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			fmt.Fprintln(stderr, "outboxlab bench:", err)
-			return exitBad
-		}
-		defer stop()
-	}
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	f, m, err := bench.ConcurrentOnly(ctx, srv, *histories, stderr)
