@@ -73,7 +73,17 @@ func (r *run) claimOutcome(rows []worker.ClaimRow) model.Outcome {
 // separate actor, as a library's reaper is, whose statement may block or
 // fail like any worker's.
 func (r *run) runRescue() model.Outcome {
-	if _, unknown := r.request(rescuer, worker.Request{Op: "rescue"}, model.Op{Kind: model.Rescue}); unknown {
+	_, unknown := r.request(rescuer, rescueRequest, model.Op{Kind: model.Rescue})
+	return okOrUnknown(unknown)
+}
+
+// rescueRequest is the rescuer's one request: its rescue section.
+var rescueRequest = worker.Request{Op: "rescue"}
+
+// okOrUnknown is the outcome of a step that answers nothing but whether it
+// ran: ok, or unknown when a fault hit it.
+func okOrUnknown(unknown bool) model.Outcome {
+	if unknown {
 		return model.Outcome{Kind: model.Unknown}
 	}
 	return model.Outcome{Kind: model.OK}
@@ -87,10 +97,8 @@ func (r *run) runEndTx(w string, kind model.Kind) model.Outcome {
 	if kind == model.Rollback {
 		op = "rollback"
 	}
-	if _, unknown := r.request(w, worker.Request{Op: op}, model.Op{Kind: kind, Worker: w}); unknown {
-		return model.Outcome{Kind: model.Unknown}
-	}
-	return model.Outcome{Kind: model.OK}
+	_, unknown := r.request(w, worker.Request{Op: op}, model.Op{Kind: kind, Worker: w})
+	return okOrUnknown(unknown)
 }
 
 func (r *run) runOutcome(op model.Op) model.Outcome {

@@ -54,7 +54,7 @@ func (h *Harness) replay(p Program, lenient bool) (*Violation, error) {
 				harnessErr = fmt.Errorf("replay %v: %w", s.Op, err)
 				return
 			}
-			r.replayStep(s.Op)
+			r.runOp(s.Op)
 		}
 		r.drain()
 	}()
@@ -89,8 +89,9 @@ func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
 	return r
 }
 
-// replayStep runs one recorded op the way its action would have.
-func (r *run) replayStep(op model.Op) {
+// runOp runs one op the way its action would have: a replayed step, or
+// the race action's waiting step (an outcome or a rescue).
+func (r *run) runOp(op model.Op) {
 	w := op.Worker
 	switch op.Kind {
 	case model.Enqueue:

@@ -84,17 +84,16 @@ func (r *run) race(t *rapid.T) {
 		r.exec(model.Op{Kind: model.Commit, Worker: w}, func() model.Outcome { return r.runEndTx(w, model.Commit) })
 		return
 	}
-	if cands := r.waitingOutcomes(); len(cands) > 0 {
-		op := pick(t, "waiting", cands)
-		r.exec(op, func() model.Outcome { return r.runOutcome(op) })
+	if cands := r.waitingSteps(); len(cands) > 0 {
+		r.runOp(pick(t, "waiting", cands))
 		return
 	}
 	r.reclaimInTx(t)
 }
 
-// waitingOutcomes are the complete, retry, renew and rescue steps that
+// waitingSteps are the complete, retry, renew and rescue steps that
 // would wait on another worker's open claim transaction now.
-func (r *run) waitingOutcomes() []model.Op {
+func (r *run) waitingSteps() []model.Op {
 	kinds := []model.Kind{model.Complete, model.Retry}
 	if r.h.Inst.Proto.Has("renew") {
 		kinds = append(kinds, model.Renew)
@@ -208,7 +207,7 @@ func waiterOf(op model.Op) string {
 // renew's request, or the rescue.
 func (r *run) waitRequest(op model.Op) worker.Request {
 	if op.Kind == model.Rescue {
-		return worker.Request{Op: "rescue"}
+		return rescueRequest
 	}
 	return r.outcomeRequest(op)
 }
@@ -218,10 +217,7 @@ func (r *run) waitOutcome(op model.Op, resp worker.Response, unknown bool) model
 	if op.Kind != model.Rescue {
 		return r.outcomeOf(resp, unknown)
 	}
-	if unknown {
-		return model.Outcome{Kind: model.Unknown}
-	}
-	return model.Outcome{Kind: model.OK}
+	return okOrUnknown(unknown)
 }
 
 // endsWait reports whether op ends the transaction the waiting step waits on.

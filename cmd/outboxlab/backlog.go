@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -91,14 +90,8 @@ func runBacklog(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		// A figure that is not a number (a ratio over nothing) does not
-		// encode: say so, rather than exit 0 with nothing printed.
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(result); err != nil {
-			fmt.Fprintln(stderr, "outboxlab bench: the figures do not encode as JSON:", err)
-			return exitBad
-		}
-		return exitPass
+		// encode: said, rather than exit 0 with nothing printed.
+		return printFiguresJSON(stdout, stderr, result)
 	}
 	printBacklog(stdout, result)
 	return exitPass

@@ -66,14 +66,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		// A figure that is not a number (a ratio over nothing) does not
-		// encode: say so, rather than exit 0 with nothing printed.
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(figures); err != nil {
-			fmt.Fprintln(stderr, "outboxlab bench: the figures do not encode as JSON:", err)
-			return exitBad
-		}
-		return exitPass
+		// encode: said, rather than exit 0 with nothing printed.
+		return printFiguresJSON(stdout, stderr, figures)
 	}
 	printFigures(stdout, figures)
 	return exitPass
@@ -155,4 +149,17 @@ func benchServer(cpuProfile string, stderr io.Writer) (srv *pgserver.Server, sto
 		}
 	}
 	return srv, stop, true
+}
+
+// printFiguresJSON prints a bench's figures as one indented JSON object.
+// A figure that is not a number (a ratio over nothing) does not encode:
+// that is an error, exit 2, not an exit 0 with nothing printed.
+func printFiguresJSON(stdout, stderr io.Writer, v any) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintln(stderr, "outboxlab bench: the figures do not encode as JSON:", err)
+		return exitBad
+	}
+	return exitPass
 }

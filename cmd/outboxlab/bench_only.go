@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -70,17 +69,11 @@ func runBenchOnly(args []string, stdout, stderr io.Writer) int {
 	}
 	ratio := f.OpsPerS / f.RawOpsPerS
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err := enc.Encode(map[string]any{"concurrent_ops_per_s": f.OpsPerS, "raw_ops_per_s": f.RawOpsPerS,
+		// A rate over nothing is not a number, and does not encode.
+		return printFiguresJSON(stdout, stderr, map[string]any{"concurrent_ops_per_s": f.OpsPerS, "raw_ops_per_s": f.RawOpsPerS,
 			"linearize_ms_per_1k_ops": f.LinearizeMS, "ratio": round3(ratio), "machine": m,
 			"mix": f.Mix, "raw_mix": f.RawMix, "cpu_us_per_op": f.CPUPerOpUS, "raw_cpu_us_per_op": f.RawCPUPerOpUS, "worker_cpu_us_per_op": f.WorkerCPUPerOpUS,
 			"server_cpu_us_per_op": f.ServerCPUPerOpUS, "raw_server_cpu_us_per_op": f.RawServerCPUPerOpUS})
-		if err != nil { // a rate over nothing is not a number
-			fmt.Fprintln(stderr, "outboxlab bench: the figures do not encode as JSON:", err)
-			return exitBad
-		}
-		return exitPass
 	}
 	fmt.Fprintf(stdout, "machine: %d CPUs, PostgreSQL %s, load %s\n", m.CPUs, m.Postgres, m.Load)
 	fmt.Fprintf(stdout, "concurrent_ops_per_s     %.0f\nraw_ops_per_s            %.0f\nlinearize_ms_per_1k_ops  %.3f ms\n", f.OpsPerS, f.RawOpsPerS, f.LinearizeMS)
