@@ -3,13 +3,12 @@ package concurrent
 import (
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/sut"
 	"github.com/outboxlab/outboxlab/worker"
 )
 
@@ -140,7 +139,7 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 	call := h.rec.call(a.client, Input{Op: op})
 	resp, err := p.Do(req)
 	faulted := a.faulted() || h.epoch.Load() != epoch || err != nil && a.killed.Load() == int64(p.Pid())
-	name := ruleName(op.Kind)
+	name := sut.RuleName(op.Kind)
 	switch {
 	case err != nil && faulted:
 		// Killed, or hung on a cut connection: unknown once its backend
@@ -165,7 +164,7 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 		return out, resp, true
 	case resp.Protocol:
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
-		return h.fail(protocolRule(resp.Err), fmt.Sprintf("%v failed: %s", op, resp.Err))
+		return h.fail(sut.ProtocolRule(resp.Err), fmt.Sprintf("%v failed: %s", op, resp.Err))
 	case resp.ServerErr:
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
 		return h.fail(name+" failed with a server error", fmt.Sprintf("%v failed: %s", op, resp.Err))
@@ -234,33 +233,4 @@ func outcomeOf(op model.Op, resp worker.Response) model.Outcome {
 		return model.Outcome{Kind: model.Rejected}
 	}
 	return model.Outcome{Kind: model.OK}
-}
-
-// ruleName is a step kind as a failure message begins it ("claim timed out").
-func ruleName(k model.Kind) string {
-	if k == model.ClaimOp || k == model.Begin {
-		return "claim"
-	}
-	return strings.ToLower(string(k))
-}
-
-var (
-	rowCount   = regexp.MustCompile(`^(\w+) returned \d+ rows$`)
-	batchCount = regexp.MustCompile(`^claim returned \d+ rows, more than batch=\d+$`)
-	twice      = regexp.MustCompile(`^claim returned event .* twice$`)
-)
-
-// protocolRule is the rule a result the format forbids breaks, whatever
-// the row count (as the state machine names it).
-func protocolRule(msg string) string {
-	switch {
-	case batchCount.MatchString(msg):
-		return "claim returned more than batch rows"
-	case twice.MatchString(msg):
-		return "claim returned an event twice"
-	}
-	if m := rowCount.FindStringSubmatch(msg); m != nil {
-		return m[1] + " returned more than one row"
-	}
-	return msg
 }

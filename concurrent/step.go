@@ -56,7 +56,7 @@ func matching(s model.State, op model.Op, out Output, hasGen bool) []model.State
 	}
 	var next []model.State
 	for _, t := range s.Step(op) {
-		if sameOutcome(t.Out, out.Out, hasGen) {
+		if model.SameOutcome(t.Out, out.Out, hasGen) {
 			next = append(next, t.Next)
 		}
 	}
@@ -89,7 +89,7 @@ func claimSteps(s model.State, in Input, out Output, hasGen bool) []model.State 
 			next = append(next, withLock(st, locked, ""))
 		}
 	}
-	return dedup(next)
+	return model.Dedup(next)
 }
 
 // rescueSteps is a rescue's successors: it skips rows locked by open claim
@@ -113,7 +113,7 @@ func rescueSteps(s model.State, in Input, out Output) []model.State {
 			next = append(next, withLock(n, locked, ""))
 		}
 	}
-	return dedup(next)
+	return model.Dedup(next)
 }
 
 // skippable is the events of may ("*": every event) whose row no
@@ -181,33 +181,3 @@ func subsets(events []string) [][]string {
 // maxSkippable bounds the rows a claim may have skipped for concurrent
 // statements: histories have a handful of events.
 const maxSkippable = 6
-
-// sameOutcome compares outcomes; without a generation, a claim is compared
-// on its rows only.
-func sameOutcome(want, got model.Outcome, hasGen bool) bool {
-	if !hasGen {
-		want, got = withoutGens(want), withoutGens(got)
-	}
-	return want.Equal(got)
-}
-
-func withoutGens(o model.Outcome) model.Outcome {
-	o.Gen = 0
-	o.More = slices.Clone(o.More)
-	for i := range o.More {
-		o.More[i].Gen = 0
-	}
-	return o
-}
-
-func dedup(states []model.State) []model.State {
-	var out []model.State
-	seen := map[string]bool{}
-	for _, s := range states {
-		if k := s.Key(); !seen[k] {
-			seen[k] = true
-			out = append(out, s)
-		}
-	}
-	return out
-}

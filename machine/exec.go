@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -135,7 +134,7 @@ func (r *run) request(w string, req worker.Request, op model.Op) (worker.Respons
 // answer sorts out what a worker's answer to op, or its error, means (see
 // request); faulted says whether a fault hit the step.
 func (r *run) answer(w string, op model.Op, resp worker.Response, err error, faulted bool) (worker.Response, bool) {
-	name := ruleName(op.Kind)
+	name := sut.RuleName(op.Kind)
 	if errors.Is(err, worker.ErrBlocked) || errors.Is(err, worker.ErrHung) {
 		// Its late answer would be read as the next one's: it must go.
 		r.h.kill(w)
@@ -157,7 +156,7 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 	case resp.Err == "":
 		return resp, false
 	case resp.Protocol:
-		r.fail(protocolRule(resp.Err), fmt.Sprintf("%v failed: %s", op, resp.Err))
+		r.fail(sut.ProtocolRule(resp.Err), fmt.Sprintf("%v failed: %s", op, resp.Err))
 	case resp.ServerErr:
 		r.fail(name+" failed with a server error", fmt.Sprintf("%v failed: %s", op, resp.Err))
 	case faulted:
@@ -181,28 +180,6 @@ func (h *Harness) waitsOnLock(backend uint32) bool {
 	defer cancel()
 	blocked, err := worker.WaitsOnLock(ctx, h.Inst.Conn, backend)
 	return err == nil && blocked
-}
-
-var (
-	rowCount   = regexp.MustCompile(`^(\w+) returned \d+ rows$`)
-	batchCount = regexp.MustCompile(`^claim returned \d+ rows, more than batch=\d+$`)
-	twice      = regexp.MustCompile(`^claim returned event .* twice$`)
-)
-
-// protocolRule is the rule a result the format forbids breaks, the same
-// whatever the row count: "claim returned 3 rows" while shrinking drops an
-// event is still the rule "claim returned more than one row".
-func protocolRule(msg string) string {
-	switch {
-	case batchCount.MatchString(msg):
-		return "claim returned more than batch rows"
-	case twice.MatchString(msg):
-		return "claim returned an event twice"
-	}
-	if m := rowCount.FindStringSubmatch(msg); m != nil {
-		return m[1] + " returned more than one row"
-	}
-	return msg
 }
 
 func (r *run) runSignal(w string, kind model.Kind) model.Outcome {
@@ -250,12 +227,4 @@ func (r *run) runFixture(kind model.Kind, e string) model.Outcome {
 		r.fail(section+" fixture failed", fmt.Sprintf("%s(%s) failed: %v", kind, e, err))
 	}
 	return model.Outcome{Kind: model.OK}
-}
-
-// ruleName is a step kind as a failure message begins it ("claim blocked").
-func ruleName(k model.Kind) string {
-	if k == model.ClaimOp || k == model.Begin {
-		return "claim"
-	}
-	return strings.ToLower(string(k))
 }

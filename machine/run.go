@@ -107,7 +107,7 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 		for _, s := range r.states {
 			for _, tr := range s.Step(op) {
 				allowed = append(allowed, tr)
-				if sameOutcome(tr.Out, got, r.hasGen()) {
+				if model.SameOutcome(tr.Out, got, r.hasGen()) {
 					next = append(next, tr.Next)
 					// A protocol without generation: the model's count.
 					got.Gen, got.More = tr.Out.Gen, tr.Out.More
@@ -264,24 +264,6 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 }
 
 func (r *run) stepNumber() int { return CountSteps(r.h.program) + 1 }
-
-func sameOutcome(want, got model.Outcome, hasGen bool) bool {
-	if !hasGen {
-		want, got = withoutGens(want), withoutGens(got)
-	}
-	return want.Equal(got)
-}
-
-// withoutGens is a claim's outcome with every generation zeroed: what a
-// protocol without a generation can be compared on.
-func withoutGens(o model.Outcome) model.Outcome {
-	o.Gen = 0
-	o.More = slices.Clone(o.More)
-	for i := range o.More {
-		o.More[i].Gen = 0
-	}
-	return o
-}
 
 // withModelGens gives a claim of a protocol without a generation the
 // model's count of claims on each row, plus one: the generation its

@@ -27,17 +27,17 @@ func (s State) Ambiguous(op Op) []State {
 		for _, t := range s.Step(op) {
 			states = append(states, unrecorded(t.Next, len(s.Claims)))
 		}
-		return dedup(states)
+		return Dedup(states)
 	case Begin:
 		return []State{s.clone()}
 	case Commit:
-		return dedup([]State{s.rollback(op.Worker), unrecorded(s.commit(op.Worker), len(s.Claims))})
+		return Dedup([]State{s.rollback(op.Worker), unrecorded(s.commit(op.Worker), len(s.Claims))})
 	case Rollback:
 		return []State{s.rollback(op.Worker)}
 	case Pause, Resume, Kill, Respawn, Restart:
 		return nextStates(s.Step(op))
 	}
-	return dedup(append([]State{s.clone()}, nextStates(s.Step(op))...))
+	return Dedup(append([]State{s.clone()}, nextStates(s.Step(op))...))
 }
 
 // unrecorded forgets the claims recorded after the first n: next is

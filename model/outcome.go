@@ -119,7 +119,7 @@ func (s State) anyEffect(op Op) []State {
 			with(func(r *Row) { r.Due = false })
 		}
 	}
-	return dedup(out)
+	return Dedup(out)
 }
 
 // relaxedStale reports whether c is a claim that is no longer current but

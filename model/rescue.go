@@ -58,7 +58,7 @@ func (s State) rescue() []Transition {
 		states = grown
 	}
 	out := make([]Transition, 0, len(states))
-	for _, st := range dedup(states) {
+	for _, st := range Dedup(states) {
 		out = append(out, Transition{Out: Outcome{Kind: OK}, Next: st})
 	}
 	return out

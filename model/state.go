@@ -255,8 +255,8 @@ func sameView(a, b RowView, hasGen bool) bool {
 	return true
 }
 
-// dedup keeps the first state of each Key.
-func dedup(states []State) []State {
+// Dedup keeps the first state of each Key.
+func Dedup(states []State) []State {
 	var out []State
 	seen := map[string]bool{}
 	for _, s := range states {

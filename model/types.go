@@ -201,3 +201,23 @@ type RowView struct {
 	LeaseHeld    bool // lease_expired is not NULL
 	Due          bool
 }
+
+// SameOutcome compares outcomes; without a generation (hasGen false) a
+// claim is compared on its rows only.
+func SameOutcome(want, got Outcome, hasGen bool) bool {
+	if !hasGen {
+		want, got = withoutGens(want), withoutGens(got)
+	}
+	return want.Equal(got)
+}
+
+// withoutGens is a claim's outcome with every generation zeroed: what a
+// protocol without a generation can be compared on.
+func withoutGens(o Outcome) Outcome {
+	o.Gen = 0
+	o.More = slices.Clone(o.More)
+	for i := range o.More {
+		o.More[i].Gen = 0
+	}
+	return o
+}

@@ -164,12 +164,6 @@ func (p *Process) DoWatched(req Request, interval time.Duration, blocked func(ba
 	if err := p.send(req); err != nil {
 		return Response{}, err
 	}
-	return p.watch(interval, blocked)
-}
-
-// watch waits for the answer to the request sent last, asking blocked
-// every interval, as DoWatched does.
-func (p *Process) watch(interval time.Duration, blocked func(backend uint32) bool) (Response, error) {
 	deadline := time.Now().Add(p.spec.OpTimeout + 2*time.Second)
 	for {
 		wait := min(interval, time.Until(deadline))

@@ -13,10 +13,7 @@ import "time"
 // ErrBlocked and the answer stays to be read by AwaitWaiting.
 func (p *Process) StartWatched(req Request, interval time.Duration, blocked func(backend uint32) bool) (Response, error) {
 	req.MayWait = true
-	if err := p.send(req); err != nil {
-		return Response{}, err
-	}
-	return p.watch(interval, blocked)
+	return p.DoWatched(req, interval, blocked)
 }
 
 // AwaitWaiting reads the answer of the request StartWatched left waiting,
