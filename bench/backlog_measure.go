@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/outboxlab/outboxlab/sut"
 )
@@ -55,19 +54,14 @@ func openClaimTx(ctx context.Context, inst *sut.Instance, worker string) (*wireT
 // pgx's own, a plain net.Conn).
 func openClaimTxDialing(ctx context.Context, inst *sut.Instance, worker string, dial pgconn.DialFunc) (*wireTx, error) {
 	stmts, counted := claimTx(inst.Statements.Stmts[sut.Claim])
-	cfg, err := pgx.ParseConfig(inst.ConnString)
+	cfg, err := sut.ConnConfig(inst.ConnString, inst.Statements.Schema)
 	if err != nil {
 		return nil, err
 	}
-	// As sut.Connect, which takes no dialer.
-	cfg.RuntimeParams["search_path"] = inst.Statements.Schema
-	cfg.RuntimeParams["application_name"] = "outboxlab"
 	if dial != nil {
 		cfg.DialFunc = dial
 	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	c, err := pgx.ConnectConfig(cctx, cfg)
+	c, err := sut.ConnectWith(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/outboxlab/outboxlab/sut"
@@ -55,11 +54,7 @@ func newCPUMeter(inst *sut.Instance) cpuMeter {
 // that the walk is in no window.
 func (m cpuMeter) read(start bool) cpuSample {
 	var s cpuSample
-	self := func() {
-		var ru syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	self := func() { s.self = selfUsage().CPU }
 	if !start {
 		self()
 	}

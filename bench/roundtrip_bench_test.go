@@ -160,13 +160,11 @@ func BenchmarkRoundTripAlternating(b *testing.B) {
 		for range rounds {
 			for i, tx := range txs {
 				before := selfUsage()
-				for start := time.Now(); time.Since(start) < time.Second; {
-					t0 := time.Now()
-					if err := tx(); err != nil {
-						b.Fatal(err)
-					}
-					samples[i] = append(samples[i], time.Since(t0))
+				s, err := timeLoop(time.Second, tx)
+				if err != nil {
+					b.Fatal(err)
 				}
+				samples[i] = append(samples[i], s...)
 				usage[i] = usage[i].plus(selfUsage().minus(before))
 			}
 			r, err := runPgbenchScript(ctx, srv.ConnString(), "public", "BEGIN;\nSELECT 1;\nROLLBACK;\n", time.Second)

@@ -32,12 +32,27 @@ func NewSchemaName() string {
 
 // Connect opens a connection whose search_path is the schema.
 func Connect(ctx context.Context, connString, schema string) (*pgx.Conn, error) {
+	cfg, err := ConnConfig(connString, schema)
+	if err != nil {
+		return nil, err
+	}
+	return ConnectWith(ctx, cfg)
+}
+
+// ConnConfig is Connect's configuration, for a caller that changes it
+// (its dialer) before ConnectWith.
+func ConnConfig(connString, schema string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(connString)
 	if err != nil {
 		return nil, err
 	}
 	cfg.RuntimeParams["search_path"] = schema
 	cfg.RuntimeParams["application_name"] = "outboxlab"
+	return cfg, nil
+}
+
+// ConnectWith connects with cfg, within Connect's time limit.
+func ConnectWith(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return pgx.ConnectConfig(ctx, cfg)

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/bench"
-	"github.com/outboxlab/outboxlab/pgserver"
 )
 
 // wantsBacklog reports whether bench's arguments ask for the backlog mode,
@@ -68,11 +67,11 @@ func runBacklog(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "outboxlab:", err)
 		return exitBad
 	}
-	srv, err := pgserver.Shared()
-	if err != nil {
-		fmt.Fprintln(stderr, "outboxlab:", err)
+	srv, stopProfile, ok := benchServer("", stderr)
+	if !ok {
 		return exitBad
 	}
+	defer stopProfile()
 	// An interrupt cancels the run, and its deferred cleanup drops the
 	// schema it was measuring in (a SIGKILL leaves that to the next run).
 	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
