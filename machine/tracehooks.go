@@ -41,6 +41,9 @@ func (r *run) traceOutcome(got model.Outcome, allowed []model.Transition) {
 	}
 	cur := r.h.trace.cur
 	cur.Got = got.String()
+	if got.Kind == model.Waiting {
+		cur.WaitingOn = got.On
+	}
 	for _, tr := range allowed {
 		if s := tr.Out.String(); !slices.Contains(cur.Expected, s) {
 			cur.Expected = append(cur.Expected, s)
@@ -85,7 +88,7 @@ func (r *run) traceFail(rule, detail string) {
 }
 
 // traceLine keeps the program's line of the running step (or the setup
-// line) and reads a waiting step's "-> waiting on w2" from it.
+// line).
 func (r *run) traceLine(line string) {
 	rec := r.h.trace
 	if rec == nil || rec.cur == nil {
@@ -98,9 +101,6 @@ func (r *run) traceLine(line string) {
 		return
 	}
 	rec.cur.Line = strings.TrimSpace(line)
-	if _, on, ok := strings.Cut(line, " -> waiting on "); ok && len(strings.Fields(on)) > 0 {
-		rec.cur.WaitingOn = strings.Fields(on)[0]
-	}
 }
 
 // actorOf is the lane a step belongs to.

@@ -34,10 +34,11 @@ type Run struct {
 	Profile bool
 	// Progress, when set, gets a line on the search every few seconds.
 	Progress io.Writer
-	// OnFailure, when set, is called with the harness and the shrunk
-	// counterexample of a failed check before the harness closes (the hook
-	// for artefacts written from a replay, such as a report).
-	OnFailure func(h *machine.Harness, c search.Catch)
+	// OnFailure, when set, is called with the harness, the shrunk
+	// counterexample of a failed check and its result (the reproduce line
+	// filled in) before the harness closes: the hook for artefacts written
+	// from a replay, such as a report.
+	OnFailure func(h *machine.Harness, c search.Catch, res Result)
 }
 
 // Check runs the search (or the profile) on an installed protocol. rapid's
@@ -92,7 +93,7 @@ func check(s search.Searcher, r Run, res Result) Result {
 		res.Checks = c.Checks
 		res.Reproduce = Reproduce(s.Inst.Proto, c.FailingSeed(r.Seed), r.Cfg)
 		if r.OnFailure != nil {
-			r.OnFailure(s.Harness, c)
+			r.OnFailure(s.Harness, c, res)
 		}
 	default:
 		res.Result = Error

@@ -108,9 +108,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	code := exitPass
 	for _, inst := range insts {
-		proto := inst.Proto
-		onFailure := func(h *machine.Harness, c search.Catch) {
-			res := checkResult{Protocol: proto.Name, Reproduce: verdict.Reproduce(proto, c.FailingSeed(f.seed), cfg)}
+		onFailure := func(h *machine.Harness, c search.Catch, res checkResult) {
 			writeReport(f.report, h, c, res, stderr)
 		}
 		res := verdict.Check(srv, inst, verdict.Run{Cfg: cfg, Seed: f.seed, Checks: f.checks, Steps: f.steps, Shard: f.shard.Shard,
