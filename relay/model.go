@@ -21,8 +21,6 @@ type Publication struct {
 	Event  string // the event id its claim returned
 	Gen    int64
 	Serial int
-	Key    string
-	ID     string // the event id header
 	Acked  bool
 	// AckLost marks a publish whose acknowledgment an injected fault
 	// dropped: the record may or may not be in the log.

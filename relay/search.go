@@ -9,12 +9,10 @@ import (
 type Result struct {
 	Checks   int // programs run (up to and including a failing one)
 	Steps    int // their steps, the drains' excluded
-	Seed     uint64
 	Coverage map[string]int
 	// Failure is the first failing program, shrunk, with its outcome;
 	// FailingSeed reproduces it with --checks 1.
 	Failure     *Outcome
-	Program     Program
 	FailingSeed uint64
 }
 
@@ -27,7 +25,7 @@ func CheckSeed(seed uint64, i int) uint64 { return seed + uint64(i)<<32 }
 // the first that breaks a property; it then shrinks that program by
 // replaying it with steps left out, for at most shrink.
 func (h *Harness) Search(seed uint64, checks int, shrink time.Duration) (Result, error) {
-	res := Result{Seed: seed, Coverage: map[string]int{}}
+	res := Result{Coverage: map[string]int{}}
 	for i := range checks {
 		p := Generate(CheckSeed(seed, i), h.Cfg.MaxWorkers, h.Cfg.MaxEvents, h.Cfg.Steps, h.Cfg.Faults)
 		out, err := h.Run(p)
@@ -41,7 +39,7 @@ func (h *Harness) Search(seed uint64, checks int, shrink time.Duration) (Result,
 		}
 		if out.Failed() {
 			res.FailingSeed = CheckSeed(seed, i)
-			res.Program, out = h.Shrink(p, out, shrink)
+			_, out = h.Shrink(p, out, shrink)
 			res.Failure = &out
 			return res, nil
 		}

@@ -131,7 +131,7 @@ func (r *run) publish(w string, p *worker.Process, ackLost bool) (string, error)
 		key := r.h.Opts.recordKey(row.event, row.gen)
 		req.Key, req.EventID = key, key
 		req.Payload = broker.Payload{Event: row.event, Generation: row.gen, Worker: w, Serial: r.serial}
-		pub := Publication{Step: r.step, Worker: w, Event: row.event, Gen: row.gen, Serial: r.serial, Key: key, ID: key, AckLost: ackLost}
+		pub := Publication{Step: r.step, Worker: w, Event: row.event, Gen: row.gen, Serial: r.serial, AckLost: ackLost}
 		resp, err := p.Do(worker.Request{Op: worker.OpPublish, Relay: req})
 		if err != nil {
 			return "", fmt.Errorf("publish: %w", err)
