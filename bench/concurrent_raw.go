@@ -18,8 +18,8 @@ import (
 // rawLoop runs the driver's mix of statements without the driver: per
 // history, the table reset to cfg.Events events, then cfg.Workers
 // connections (one goroutine each) and a fixture connection spend cfg.Ops
-// operations with the draws of concurrent's workload (workload.go and
-// fixtures.go): claims in autocommit and in a transaction committed or,
+// operations with the draws of a driving worker (worker/drive.go) and of
+// the fixture actor (concurrent/fixtures.go): claims in autocommit and in a transaction committed or,
 // once in seven, rolled back, outcomes of a worker's own claims and stale
 // ones while another holds a reclaim open, and the fixture actor's expire,
 // due and age aimed by its last read, enqueues up to cfg.MaxEvents and

@@ -13,7 +13,7 @@ import (
 )
 
 // worker is one raw worker's part of a history, drawn as
-// concurrent's drive draws (workload.go).
+// a driving worker draws (worker/drive.go).
 func (r *rawHistory) worker(conn *pgx.Conn, name string, rng *rand.Rand, mix concurrent.Mix) error {
 	st := r.inst.Statements
 	var claims []rawClaim

@@ -21,14 +21,15 @@ type actor struct {
 	spec   worker.Spec
 	mu     sync.Mutex
 	proc   *worker.Process
-	// tainted is set by the fault loop when a fault may hit this actor's
-	// next or current statement; each operation takes it (Swap) when it
-	// ends, so an error is blamed on a fault only if one was injected
-	// since the actor's previous operation ended.
-	tainted atomic.Bool
-	// armed is set while a network fault is armed on the actor's proxy:
-	// every statement then may fail, a reconnect too.
-	armed atomic.Bool
+	// slot is the actor's part of the run's board: the fault loop marks
+	// it tainted when a fault may hit its next or current statement (each
+	// operation takes the mark when it ends, so that an error is blamed on
+	// a fault only if one was injected since the actor's previous
+	// operation ended), and armed while a network fault is armed on its
+	// proxy; a driving worker records its operations there.
+	slot worker.Slot
+	// collected is how many of the slot's records this history has taken.
+	collected int
 	// killed is the pid the fault loop last sent SIGKILL: an error of that
 	// process is the kill's, whenever it shows.
 	killed atomic.Int64
@@ -38,17 +39,8 @@ type actor struct {
 }
 
 // faulted takes the taint at the end of an operation: whether a fault may
-// explain its error. While a fault is still armed the taint stays for the
-// next operation, and so it does after an undo until an operation ends
-// (a connection the fault broke fails only when next used).
-func (a *actor) faulted() bool {
-	hit := a.tainted.Swap(false)
-	if a.armed.Load() {
-		a.tainted.Store(true)
-		return true
-	}
-	return hit
-}
+// explain its error (worker.Slot.Faulted).
+func (a *actor) faulted() bool { return a.slot.Faulted() }
 
 // process is the actor's live process, spawned anew if it has none
 // (killed); nil while no process can be started (a server restart).
@@ -63,6 +55,7 @@ func (a *actor) process() *worker.Process {
 		return nil
 	}
 	a.proc = p
+	a.slot.SetBackend(p.Backend)
 	return p
 }
 
@@ -74,14 +67,15 @@ func (a *actor) alive() bool {
 }
 
 // target is the process the fault loop may kill or pause: its pid and the
-// server backend of its connection (0, 0 without one).
+// server backend of its connection (0, 0 without one), as the process
+// last published it on the board (a driving worker reconnects by itself).
 func (a *actor) target() (pid int, backend uint32) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.proc == nil {
 		return 0, 0
 	}
-	return a.proc.Pid(), a.proc.Backend
+	return a.proc.Pid(), a.slot.Backend()
 }
 
 // discard kills the process p (if it is still the actor's) and forgets it.
@@ -117,7 +111,8 @@ func (a *actor) reset(op string) error {
 		}
 		resp, err := p.Do(worker.Request{Op: op})
 		if err == nil && resp.Err == "" {
-			a.tainted.Store(false)
+			a.slot.ClearTaint()
+			a.slot.SetBackend(p.Backend)
 			a.stale = false
 			return nil
 		}
@@ -138,47 +133,44 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 	backend, epoch := p.Backend, h.epoch.Load()
 	call := h.rec.call(a.client, Input{Op: op})
 	resp, err := p.Do(req)
+	a.slot.SetBackend(p.Backend)
 	faulted := a.faulted() || h.epoch.Load() != epoch || err != nil && a.killed.Load() == int64(p.Pid())
 	name := sut.RuleName(op.Kind)
-	switch {
-	case err != nil && faulted:
+	if err != nil {
 		// Killed, or hung on a cut connection: unknown once its backend
 		// is gone (until then its statement may still commit).
 		a.discard(p)
-		h.r.endBackend(backend, epoch, &h.epoch)
+		h.r.endBackend(backend, epoch, h.epoch)
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
-		h.rec.fault(call, "cut or killed")
-		h.backOff()
-		return model.Outcome{Kind: model.Unknown}, resp, true
-	case err != nil:
-		a.discard(p)
-		h.r.endBackend(backend, epoch, &h.epoch)
-		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
-		if errors.Is(err, worker.ErrHung) {
+		switch {
+		case faulted:
+			h.rec.fault(call, "cut or killed")
+			h.backOff()
+			return model.Outcome{Kind: model.Unknown}, resp, true
+		case errors.Is(err, worker.ErrHung):
 			return h.fail(name+" timed out", fmt.Sprintf("%v did not return in %v with no fault injected", op, h.r.cfg.OpTimeout))
 		}
 		return h.fail(name+" lost its worker with no fault injected", fmt.Sprintf("%v: %v", op, err))
-	case resp.Err == "":
+	}
+	fate, rule, detail := worker.Judge(op, resp, faulted)
+	switch fate {
+	case worker.Known:
 		out = outcomeOf(op, resp)
 		h.rec.ret(call, Output{Out: out})
 		return out, resp, true
-	case resp.Protocol:
-		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
-		return h.fail(sut.ProtocolRule(resp.Err), fmt.Sprintf("%v failed: %s", op, resp.Err))
-	case resp.ServerErr:
-		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
-		return h.fail(name+" failed with a server error", fmt.Sprintf("%v failed: %s", op, resp.Err))
-	case faulted:
+	case worker.Lost:
 		a.stale = true
-		h.r.endBackend(backend, epoch, &h.epoch)
+		h.r.endBackend(backend, epoch, h.epoch)
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
 		h.rec.fault(call, "connection cut")
 		h.backOff()
 		return model.Outcome{Kind: model.Unknown}, resp, true
 	}
-	h.r.endBackend(backend, epoch, &h.epoch)
+	if !resp.Protocol && !resp.ServerErr {
+		h.r.endBackend(backend, epoch, h.epoch)
+	}
 	h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
-	return h.fail(name+" lost its connection with no fault injected", fmt.Sprintf("%v lost its connection, and no fault was injected: %s", op, resp.Err))
+	return h.fail(rule, detail)
 }
 
 // reconnect gives a worker whose connection a fault broke a new one
@@ -207,7 +199,7 @@ func (h *history) reconnect(a *actor, p *worker.Process) bool {
 // back (each unknown outcome doubles the states a history may be in).
 func (h *history) backOff() {
 	time.Sleep(3 * time.Millisecond)
-	for h.restarting.Load() && time.Now().Before(h.end) {
+	for h.restarting() && time.Now().Before(h.end) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }

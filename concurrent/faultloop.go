@@ -10,7 +10,9 @@ import (
 )
 
 // faultLoop injects one fault every 10 to 40 ms until the history ends, in
-// turn a kill, a pause, a lost request and a lost reply on a random worker;
+// turn a kill, a pause, a lost request and a lost reply on a random worker
+// (the turn goes on from the last history's, so that a run of short
+// histories still has every kind);
 // with restart, one server restart at a random moment. Every fault is
 // undone before the next. A kill and a restart are operations of the
 // model (they roll back open transactions); the others are notes on the
@@ -20,9 +22,10 @@ func (h *history) faultLoop(stop <-chan struct{}, rng *rand.Rand, restart bool) 
 	kinds := []string{"kill", "pause", "request_lost", "reply_lost"}
 	// Early in the history, so that it is not over before the restart.
 	restartAt := time.Now().Add(time.Duration(rng.Int64N(int64(60 * time.Millisecond))))
-	for round := 0; ; round++ {
+	for round := h.r.faultRound; ; round++ {
 		select {
 		case <-stop:
+			h.r.faultRound = round
 			return fired
 		case <-time.After(time.Duration(10+rng.IntN(30)) * time.Millisecond):
 		}
@@ -44,25 +47,25 @@ func (h *history) inject(kind string, a *actor, rng *rand.Rand) bool {
 		if pid == 0 {
 			return false
 		}
-		a.tainted.Store(true)
+		a.slot.Taint()
 		a.killed.Store(int64(pid))
 		call := h.rec.call(lane, Input{Op: model.Op{Kind: model.Kill, Worker: a.name}})
 		faults.Kill{Pid: pid}.Inject(context.Background())
 		// Again after the signal: an operation that ended in between
 		// took the first, and the next one finds the process dead.
-		a.tainted.Store(true)
-		h.r.endBackend(backend, h.epoch.Load(), &h.epoch)
+		a.slot.Taint()
+		h.r.endBackend(backend, h.epoch.Load(), h.epoch)
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.OK}})
 		return true
 	case "db_restart":
 		// Every connection breaks: each actor's statements may fail while
 		// the server is down, and its first after it is back.
 		for _, b := range h.r.actors() {
-			b.armed.Store(true)
-			b.tainted.Store(true)
+			b.slot.Arm(true)
+			b.slot.Taint()
 		}
-		h.restarting.Store(true)
-		defer h.restarting.Store(false)
+		h.board.Restarting().Store(1)
+		defer h.board.Restarting().Store(0)
 		h.fixtures.tainted.Store(true)
 		call := h.rec.call(lane, Input{Op: model.Op{Kind: model.Restart}})
 		h.epoch.Add(1)
@@ -72,8 +75,8 @@ func (h *history) inject(kind string, a *actor, rng *rand.Rand) bool {
 		h.epoch.Add(1)
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.OK}})
 		for _, b := range h.r.actors() {
-			b.armed.Store(false)
-			b.tainted.Store(true)
+			b.slot.Arm(false)
+			b.slot.Taint()
 		}
 		h.fixtures.tainted.Store(true)
 		return err == nil
@@ -89,21 +92,21 @@ func (h *history) inject(kind string, a *actor, rng *rand.Rand) bool {
 		}
 		undo, err = faults.Pause{Pid: pid}.Inject(context.Background())
 	case "request_lost":
-		a.armed.Store(true)
-		a.tainted.Store(true)
+		a.slot.Arm(true)
+		a.slot.Taint()
 		undo, err = h.r.in.LoseRequest(a.name)
 	case "reply_lost":
-		a.armed.Store(true)
-		a.tainted.Store(true)
+		a.slot.Arm(true)
+		a.slot.Taint()
 		undo, err = h.r.in.LoseReply(a.name)
 	}
-	defer a.armed.Store(false)
+	defer a.slot.Arm(false)
 	if err != nil {
 		return false
 	}
 	time.Sleep(time.Duration(2+rng.IntN(20)) * time.Millisecond)
 	undo()
-	a.tainted.Store(true) // the connection it broke fails when next used
+	a.slot.Taint() // the connection it broke fails when next used
 	h.rec.note(a.client, start, kind)
 	return true
 }

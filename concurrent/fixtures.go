@@ -128,7 +128,7 @@ func (f *fixtures) observe() {
 // reconnects; any other error is the protocol's (a fixture or state query
 // that fails on its own).
 func (f *fixtures) lost(conn *pgx.Conn, err error) bool {
-	if f.tainted.Swap(false) || f.h.restarting.Load() || conn.IsClosed() && !sut.IsServerError(err) {
+	if f.tainted.Swap(false) || f.h.restarting() || conn.IsClosed() && !sut.IsServerError(err) {
 		f.close()
 		return true
 	}
@@ -164,9 +164,10 @@ func (f *fixtures) enqueue() {
 		return
 	}
 	event := fmt.Sprintf("e%d", len(f.h.events)+1)
-	if f.exec(model.Op{Kind: model.Enqueue, Event: event}, sut.Enqueue, sut.Args{EventID: event, Worker: "harness"}, conn) {
-		f.h.events = append(f.h.events, event)
-	}
+	f.exec(model.Op{Kind: model.Enqueue, Event: event}, sut.Enqueue, sut.Args{EventID: event, Worker: "harness"}, conn)
+	// The name is spent even when the outcome is unknown (a restart): the
+	// row may exist, and the same name again would break its unique key.
+	f.h.events = append(f.h.events, event)
 }
 
 // exec runs a section as the recorded op; an error after a restart is an
@@ -182,7 +183,7 @@ func (f *fixtures) exec(op model.Op, section string, args sut.Args, conn *pgx.Co
 		f.h.rec.ret(call, Output{Out: model.Outcome{Kind: model.OK}})
 		return true
 	}
-	if f.h.epoch.Load() != epoch || f.tainted.Load() || f.h.restarting.Load() {
+	if f.h.epoch.Load() != epoch || f.tainted.Load() || f.h.restarting() {
 		f.tainted.Store(false)
 		f.close()
 		f.h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})

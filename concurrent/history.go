@@ -10,13 +10,15 @@
 package concurrent
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/worker"
 )
 
 // Input is one recorded operation: a model op, or a read of the persisted
@@ -69,20 +71,31 @@ func describeRow(r model.RowView) string {
 }
 
 // recorder collects one history's operations from every actor at once,
-// timed on one monotonic clock (time.Since of the history's start).
+// timed on one monotonic clock, the machine's (worker.MonoNow), which the
+// worker processes' records are timed on too: nanoseconds since the
+// history's start.
 type recorder struct {
 	mu    sync.Mutex
-	start time.Time
+	start int64
 	ops   []porcupine.Operation
 	open  map[int]bool // recorded calls without a return yet
 	notes []porcupine.Annotation
 }
 
 func newRecorder() *recorder {
-	return &recorder{start: time.Now(), open: map[int]bool{}}
+	return &recorder{start: worker.MonoNow(), open: map[int]bool{}}
 }
 
-func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
+func (r *recorder) now() int64 { return worker.MonoNow() - r.start }
+
+// add records a finished operation whose times are worker.MonoNow's.
+func (r *recorder) add(op porcupine.Operation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op.Call -= r.start
+	op.Return -= r.start
+	r.ops = append(r.ops, op)
+}
 
 // call records an invocation and returns its handle.
 func (r *recorder) call(client int, in Input) int {
@@ -141,6 +154,9 @@ func (r *recorder) history(buries bool) []porcupine.Operation {
 		}
 		out = append(out, op)
 	}
+	// The workers' records come in when each worker's drive ends: the
+	// order of call is the history's.
+	slices.SortStableFunc(out, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 	for i := range out {
 		in := out[i].Input.(Input)
 		switch in.Op.Kind {

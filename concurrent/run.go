@@ -113,7 +113,7 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 	if err := r.resetActors(); err != nil {
 		return nil, nil, err
 	}
-	h := &history{r: r, index: i, ids: map[string]string{}, counts: map[string]int64{}}
+	h := &history{r: r, index: i, ids: map[string]string{}, board: r.board, epoch: r.board.Epoch()}
 	for k := range r.cfg.Events {
 		h.events = append(h.events, fmt.Sprintf("e%d", k+1))
 	}
@@ -127,13 +127,14 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 	h.rec = newRecorder()
 	h.fixtures = &fixtures{h: h, conn: r.fixtureConn}
 	defer func() { r.fixtureConn = h.fixtures.conn }() // kept for the next history
-	h.ops.Store(int64(r.cfg.Ops))
 	h.end = time.Now().Add(r.historyTime())
+	r.board.Start(r.cfg.Ops, worker.MonoNow()+int64(r.historyTime()))
 	var wg sync.WaitGroup
 	for k, a := range r.workers {
 		wg.Add(1)
+		a.collected = 0
 		seed := rng.Uint64()
-		go func() { defer wg.Done(); h.drive(a, rand.New(rand.NewPCG(seed, uint64(k)))) }()
+		go func() { defer wg.Done(); h.drive(a, uint64(k), rand.New(rand.NewPCG(seed, uint64(k)))) }()
 	}
 	wg.Add(1)
 	fseed := rng.Uint64()
@@ -151,7 +152,7 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 		}()
 	}
 	wg.Wait()
-	h.concurrentTime = time.Since(h.rec.start)
+	h.concurrentTime = time.Duration(h.rec.now())
 	if r.cfg.Phase != nil {
 		r.cfg.Phase(false)
 	}

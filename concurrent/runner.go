@@ -64,6 +64,12 @@ type Runner struct {
 	fixtureConn *pgx.Conn
 	rng         *rand.Rand // the run's draws, from Seed (RunMore goes on)
 	next        int        // the next history's index
+	// board is the memory the workers record their operations on and
+	// the fault loop marks them on (worker/board.go), a slot each, the
+	// rescuer's last.
+	board *worker.Board
+	// faultRound is the fault loop's next turn (faultloop.go).
+	faultRound int
 }
 
 // NewRunner prepares a run: the fault proxies when cfg has faults, a
@@ -71,9 +77,17 @@ type Runner struct {
 // Close ends them all.
 func NewRunner(srv *pgserver.Server, inst *sut.Instance, cfg Config) (*Runner, error) {
 	r := &Runner{cfg: cfg, srv: srv, inst: inst, super: supervisor{connString: inst.ConnString, schema: inst.Statements.Schema}}
+	// A worker records at most two operations (a Begin and its end) per
+	// operation of the budget.
+	board, err := worker.NewBoard(cfg.Workers+1, max(cfg.Events, cfg.MaxEvents), 2*cfg.Ops+8)
+	if err != nil {
+		return nil, err
+	}
+	r.board = board
 	if cfg.Faults {
 		in, err := faults.New(srv)
 		if err != nil {
+			board.Close()
 			return nil, err
 		}
 		r.in = in
@@ -84,12 +98,12 @@ func NewRunner(srv *pgserver.Server, inst *sut.Instance, cfg Config) (*Runner, e
 		if r.in != nil {
 			cs = r.in.WorkerConnString(name)
 		}
-		r.workers = append(r.workers, &actor{name: name, client: i,
-			spec: worker.Spec{Name: name, ConnString: cs, Statements: inst.Statements, OpTimeout: cfg.OpTimeout}})
+		r.workers = append(r.workers, &actor{name: name, client: i, slot: board.Slot(i),
+			spec: worker.Spec{Name: name, ConnString: cs, Statements: inst.Statements, OpTimeout: cfg.OpTimeout, Board: board.Path, Slot: i}})
 	}
 	if inst.Proto.Has(sut.Rescue) {
 		// The rescuer connects directly: it is not a network fault's target.
-		r.rescuer = &actor{name: "rescuer", client: cfg.Workers + 1,
+		r.rescuer = &actor{name: "rescuer", client: cfg.Workers + 1, slot: board.Slot(cfg.Workers),
 			spec: worker.Spec{Name: "rescuer", ConnString: inst.ConnString, Statements: inst.Statements, OpTimeout: cfg.OpTimeout}}
 	}
 	return r, nil
@@ -107,6 +121,7 @@ func (r *Runner) Close() {
 	if r.fixtureConn != nil {
 		(&fixtures{conn: r.fixtureConn}).close()
 	}
+	r.board.Close()
 }
 
 func (r *Runner) actors() []*actor {
@@ -126,19 +141,20 @@ type history struct {
 	r       *Runner
 	index   int
 	rec     *recorder
-	events  []string     // enqueued so far (the fixture actor adds more)
-	initial []string     // enqueued by the reset
-	ops     atomic.Int64 // operations left
-	end     time.Time
-	epoch   atomic.Int64 // raised at the start and at the end of each server restart
-	// restarting is set while the server restarts.
-	restarting atomic.Bool
-	hints      hints
-	fixtures   *fixtures
-	mu         sync.Mutex
-	ids        map[string]string // event -> its row's id in the state query
-	counts     map[string]int64  // claims acknowledged per event (protocols without a generation)
-	failure    *Failure          // a failure the driver saw itself
+	events  []string // enqueued so far (the fixture actor adds more)
+	initial []string // enqueued by the reset
+	// board has the history's budget (its operations left, its end),
+	// whether it was stopped, and the restarts' marks, shared with the
+	// workers; end is the same end on this process's clock.
+	board *worker.Board
+	end   time.Time
+	// epoch (on the board) is raised at the start and at the end of each
+	// server restart.
+	epoch    *atomic.Int64
+	fixtures *fixtures
+	mu       sync.Mutex
+	ids      map[string]string // event -> its row's id in the state query
+	failure  *Failure          // a failure the driver saw itself
 	// concurrentOps and concurrentTime measure the concurrent part (for
 	// outboxlab bench): the operations recorded before the drain, and the
 	// time from the history's start to the last actor's end.
@@ -150,19 +166,12 @@ type history struct {
 func (h *history) hasGen() bool { return h.r.inst.Statements.HasGen }
 
 // take spends one operation of the budget; false when the history is over.
-func (h *history) take() bool {
-	h.mu.Lock()
-	failed := h.failure != nil
-	h.mu.Unlock()
-	return !failed && time.Now().Before(h.end) && h.ops.Add(-1) >= 0
-}
+func (h *history) take() bool { return h.board.Take() }
 
-func (h *history) countClaim(event string) int64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.counts[event]++
-	return h.counts[event]
-}
+// restarting reports whether the server is restarting.
+func (h *history) restarting() bool { return h.board.Restarting().Load() != 0 }
+
+func (h *history) countClaim(event string) int64 { return h.board.CountClaim(eventIndex(event)) }
 
 // fail records a failure the driver saw (a server error, a result the
 // format forbids, a hang) and stops the history.
@@ -172,6 +181,7 @@ func (h *history) fail(rule, detail string) (model.Outcome, worker.Response, boo
 	if h.failure == nil {
 		h.failure = &Failure{Rule: rule, Detail: detail}
 	}
+	h.board.Stop()
 	return model.Outcome{}, worker.Response{}, false
 }
 

@@ -143,6 +143,26 @@ func (p *Process) Do(req Request) (Response, error) {
 	return p.await(p.spec.OpTimeout + 2*time.Second)
 }
 
+// Drive sends an OpDrive request and waits up to limit for its answer,
+// ending on the way each backend the worker asks it to (endBackend), which
+// it answers with OpEnded.
+func (p *Process) Drive(req Request, limit time.Duration, endBackend func(backend uint32, epoch int64)) (Response, error) {
+	deadline := time.Now().Add(limit)
+	if err := p.send(req); err != nil {
+		return Response{}, err
+	}
+	for {
+		resp, err := p.await(time.Until(deadline))
+		if err != nil || resp.Drive == nil || resp.Drive.EndBackend == 0 {
+			return resp, err
+		}
+		endBackend(resp.Drive.EndBackend, resp.Drive.Epoch)
+		if err := p.send(Request{Op: OpEnded}); err != nil {
+			return Response{}, err
+		}
+	}
+}
+
 // send writes one request line; a paused process would never read it.
 func (p *Process) send(req Request) error {
 	if p.paused {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,6 +41,10 @@ type agent struct {
 	spec Spec
 	conn *pgx.Conn
 	tx   pgx.Tx
+	// in and out are the pipes, which a drive also asks the parent on.
+	in    *bufio.Reader
+	out   *bufio.Writer
+	board *Board // opened by the first drive
 }
 
 func serve(in *os.File, out *os.File) error {
@@ -49,7 +54,7 @@ func serve(in *os.File, out *os.File) error {
 	if err != nil {
 		return fmt.Errorf("read spec: %w", err)
 	}
-	var a agent
+	a := agent{in: r, out: w}
 	if err := json.Unmarshal(line, &a.spec); err != nil {
 		return fmt.Errorf("decode spec: %w", err)
 	}
@@ -80,11 +85,18 @@ func (a *agent) reply(w *bufio.Writer, resp Response) error {
 	return w.Flush()
 }
 
-func (a *agent) connect() Response {
+// connect connects, if the worker has no connection, within a bound that
+// outlasts the parent's wait for an answer (a connection through a proxy
+// that loses its traffic would wait forever).
+func (a *agent) connect() Response { return a.connectWithin(a.spec.OpTimeout + 5*time.Second) }
+
+func (a *agent) connectWithin(limit time.Duration) Response {
 	if a.conn != nil && !a.conn.IsClosed() {
 		return Response{}
 	}
-	conn, err := sut.Connect(context.Background(), a.spec.ConnString, a.spec.Statements.Schema)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	conn, err := sut.Connect(ctx, a.spec.ConnString, a.spec.Statements.Schema)
 	if err != nil {
 		return failure(err, false)
 	}
@@ -122,6 +134,8 @@ func (a *agent) handle(req Request) Response {
 	case "reconnect":
 		a.drop()
 		return a.connect()
+	case OpDrive:
+		return a.drive(req)
 	case "reset":
 		// A new check: no transaction left open, a working connection.
 		if a.tx != nil {
@@ -227,6 +241,14 @@ func claimed(rows []sut.ClaimResult) Response {
 		resp.Rows[i] = ClaimRow{ID: r.ID, Event: r.Event, Gen: r.Gen}
 	}
 	return resp
+}
+
+// backendPID is the server pid of the worker's connection (0: none).
+func (a *agent) backendPID() uint32 {
+	if a.conn == nil || a.conn.IsClosed() {
+		return 0
+	}
+	return a.conn.PgConn().PID()
 }
 
 func (a *agent) drop() {

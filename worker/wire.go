@@ -1,6 +1,9 @@
 // Package worker runs each simulated outbox worker as a real OS process with
 // its own PostgreSQL connection, driven over a pipe one request at a time, so
 // that SIGKILL, SIGSTOP and SIGCONT act on a real process and a real backend.
+// In the concurrent mode a worker drives its part of a history by itself
+// and records each operation on a board of shared memory (drive.go,
+// board.go), where a SIGKILL cannot take it.
 //
 // The process is the current executable re-executed with OUTBOXLAB_WORKER
 // set: a test binary's TestMain and the outboxlab command both call
@@ -23,6 +26,10 @@ type Spec struct {
 	// OpTimeout bounds every statement; a claim that waits on a lock longer
 	// than this is reported as blocked.
 	OpTimeout time.Duration
+	// Board and Slot are where a drive records (board.go): the parent's
+	// board and this worker's slot on it ("" without).
+	Board string `json:",omitempty"`
+	Slot  int    `json:",omitempty"`
 }
 
 // Request is one line the parent writes.
@@ -36,6 +43,8 @@ type Request struct {
 	MayWait bool `json:"may_wait,omitempty"`
 	// Relay is the publish or consume op's request (relay.go).
 	Relay *RelayRequest `json:"relay,omitempty"`
+	// Drive is an OpDrive's draws and workload (drive.go).
+	Drive *DriveRequest `json:"drive,omitempty"`
 }
 
 // WaitTimeout bounds a statement sent with MayWait.
@@ -68,6 +77,8 @@ type Response struct {
 	Backend uint32 `json:"backend,omitempty"`
 	// Relay is the publish or consume op's answer (relay.go).
 	Relay *RelayReply `json:"relay,omitempty"`
+	// Drive is a drive's answer or question (drive.go).
+	Drive *DriveReply `json:"drive,omitempty"`
 }
 
 // ClaimRow is one row a claim returned.

@@ -21,7 +21,7 @@ var errCompact = errors.New("malformed compact message")
 
 // encodeRequest is req as one line, its newline included.
 func encodeRequest(req Request) []byte {
-	if req.Relay != nil || !plain(req.Op) || !plain(req.ID) {
+	if req.Relay != nil || req.Drive != nil || !plain(req.Op) || !plain(req.ID) {
 		b, _ := json.Marshal(req)
 		return append(b, '\n')
 	}
@@ -86,7 +86,7 @@ func encodeResponseIf(resp Response, short bool) []byte {
 
 // compactable reports whether the short form carries resp exactly.
 func compactable(resp Response) bool {
-	if resp.Relay != nil || resp.Err != "" || resp.ServerErr || resp.Protocol || resp.Timeout {
+	if resp.Relay != nil || resp.Drive != nil || resp.Err != "" || resp.ServerErr || resp.Protocol || resp.Timeout {
 		return false
 	}
 	if len(resp.Rows) == 0 {
