@@ -1,8 +1,6 @@
 package search
 
 import (
-	"flag"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,9 +22,7 @@ import (
 // rapid's flags must be usable: under go test, or after testing.Init and
 // flag parsing. It restores the flags it changes.
 func (h Searcher) Search(name string, shrink time.Duration) Catch {
-	shrinkTime := flag.CommandLine.Lookup("rapid.shrinktime").Value.String()
-	defer setRapidFlag("rapid.shrinktime", shrinkTime)
-	setRapidFlag("rapid.shrinktime", "0s")
+	defer SetRapidFlags(map[string]string{"rapid.shrinktime": "0s"})()
 	c := h.measure(name)
 	if !c.Caught || c.Failure == nil {
 		return c
@@ -48,15 +44,8 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	if shrink == 0 {
 		shrink = 30 * time.Second
 	}
-	checks := flag.CommandLine.Lookup("rapid.checks").Value.String()
-	seed := flag.CommandLine.Lookup("rapid.seed").Value.String()
-	setRapidFlag("rapid.shrinktime", shrink.String())
-	setRapidFlag("rapid.checks", OneCheck())
-	setRapidFlag("rapid.seed", strconv.FormatUint(c.FailingSeed(0), 10))
-	defer func() {
-		setRapidFlag("rapid.checks", checks)
-		setRapidFlag("rapid.seed", seed)
-	}()
+	defer SetRapidFlags(map[string]string{"rapid.shrinktime": shrink.String(), "rapid.checks": OneCheck(),
+		"rapid.seed": strconv.FormatUint(c.FailingSeed(0), 10)})()
 	shrunk := Measure(name, h.Harness, h.Check)
 	if shrunk.Failure == nil || !SameRule(shrunk.Failure.Rule, c.Failure.Rule) {
 		return c // not reproducible from its seed (a flaky protocol): keep the first
@@ -100,13 +89,6 @@ func (c Catch) FailingSeed(base uint64) uint64 {
 		return seed
 	}
 	return base
-}
-
-// setRapidFlag sets one of rapid's flags, which it reads when a check starts.
-func setRapidFlag(name, value string) {
-	if err := flag.CommandLine.Set(name, value); err != nil {
-		panic(fmt.Sprintf("rapid flag %s: %v", name, err)) // rapid renamed its flags
-	}
 }
 
 // withoutFaultSteps rewrites a program that a replay cannot repeat into

@@ -1,7 +1,6 @@
 package search
 
 import (
-	goflag "flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -104,16 +103,11 @@ func MeasureSeeds(name string, h *machine.Harness, check func(*rapid.T), seeds [
 // EachSeed calls check with rapid's flags set to one check from each seed
 // in turn, until check returns false. It restores the flags.
 func EachSeed(seeds []uint64, check func() (more bool)) {
-	checks := rapidFlag("rapid.checks")
-	seed := rapidFlag("rapid.seed")
-	defer func() {
-		setRapidFlag("rapid.checks", checks)
-		setRapidFlag("rapid.seed", seed)
-	}()
 	for _, s := range seeds {
-		setRapidFlag("rapid.checks", OneCheck())
-		setRapidFlag("rapid.seed", strconv.FormatUint(s, 10))
-		if !check() {
+		restore := SetRapidFlags(map[string]string{"rapid.checks": OneCheck(), "rapid.seed": strconv.FormatUint(s, 10)})
+		more := check()
+		restore()
+		if !more {
 			return
 		}
 	}
@@ -127,5 +121,3 @@ func OneCheck() string {
 	}
 	return "1"
 }
-
-func rapidFlag(name string) string { return goflag.CommandLine.Lookup(name).Value.String() }

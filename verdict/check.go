@@ -135,17 +135,7 @@ func (r Run) setFlags() (restore func()) {
 	if r.Steps > 0 {
 		set["rapid.steps"] = strconv.Itoa(r.Steps)
 	}
-	saved := map[string]string{}
-	for name, value := range set {
-		f := flag.CommandLine.Lookup(name)
-		saved[name] = f.Value.String()
-		f.Value.Set(value)
-	}
-	return func() {
-		for name, value := range saved {
-			flag.CommandLine.Set(name, value)
-		}
-	}
+	return search.SetRapidFlags(set)
 }
 
 // startHarness is a harness for one protocol, with the faults attached
