@@ -59,13 +59,6 @@ func (a *actor) process() *worker.Process {
 	return p
 }
 
-// alive reports whether the actor has a process.
-func (a *actor) alive() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.proc != nil
-}
-
 // target is the process the fault loop may kill or pause: its pid and the
 // server backend of its connection (0, 0 without one), as the process
 // last published it on the board (a driving worker reconnects by itself).

@@ -29,6 +29,10 @@ func (a *agent) drive(req Request) Response {
 	if req.Drive == nil || a.spec.Board == "" {
 		return Response{Err: "drive: no board to record on"}
 	}
+	if a.board != nil && a.board.Path != a.spec.Board {
+		a.board.Close()
+		a.board = nil
+	}
 	if a.board == nil {
 		b, err := OpenBoard(a.spec.Board)
 		if err != nil {
