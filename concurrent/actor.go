@@ -33,8 +33,10 @@ type actor struct {
 	// killed is the pid the fault loop last sent SIGKILL: an error of that
 	// process is the kill's, whenever it shows.
 	killed atomic.Int64
-	// stale is set when a fault broke the process's connection: it
-	// reconnects before its next operation (the driving goroutine's).
+	// stale is set when the process's connection may be broken (a fault
+	// cut it, or a drive ended without one): the parent's next operation
+	// on it (the drain's, the rescuer's) reconnects first, so that the
+	// parent knows the backend it may have to end.
 	stale bool
 }
 
@@ -133,7 +135,7 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 		// Killed, or hung on a cut connection: unknown once its backend
 		// is gone (until then its statement may still commit).
 		a.discard(p)
-		h.r.endBackend(backend, epoch, h.epoch)
+		h.endBackend(backend, epoch)
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
 		switch {
 		case faulted:
@@ -153,14 +155,14 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 		return out, resp, true
 	case worker.Lost:
 		a.stale = true
-		h.r.endBackend(backend, epoch, h.epoch)
+		h.endBackend(backend, epoch)
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
 		h.rec.fault(call, "connection cut")
 		h.backOff()
 		return model.Outcome{Kind: model.Unknown}, resp, true
 	}
 	if !resp.Protocol && !resp.ServerErr {
-		h.r.endBackend(backend, epoch, h.epoch)
+		h.endBackend(backend, epoch)
 	}
 	h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
 	return h.fail(rule, detail)

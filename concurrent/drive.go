@@ -31,12 +31,23 @@ func (h *history) drive(a *actor, stream uint64, rng *rand.Rand) {
 		}
 		req.Seed = rng.Uint64()
 		resp, err := p.Drive(worker.Request{Op: worker.OpDrive, Drive: &req}, h.driveLimit(),
-			func(backend uint32, epoch int64) { h.r.endBackend(backend, epoch, h.epoch) })
+			func(backend uint32, epoch int64) { h.endBackend(backend, epoch) })
 		killed := err != nil && a.killed.Load() == int64(p.Pid())
 		if err != nil {
 			a.discard(p) // dead, or hung: killed now
+		} else {
+			a.stale = resp.Backend == 0
 		}
 		open := h.collect(a, killed)
+		if killed {
+			h.board.ClearHintsOf(a.slot.Index()) // its transaction went with it
+		}
+		// A failure the worker saw is on the board even when a kill took
+		// its answer.
+		if rule, detail, failed := a.slot.Failure(); failed {
+			h.fail(rule, detail)
+			return
+		}
 		switch {
 		case err == nil && resp.Drive != nil:
 			h.fail(resp.Drive.Rule, resp.Drive.Detail)
@@ -63,26 +74,28 @@ func (h *history) drive(a *actor, stream uint64, rng *rand.Rand) {
 }
 
 // driveLimit is how long a drive may take: the rest of the history, the
-// ten seconds a worker tries to reconnect after it, and the parent's
-// longest wait for a backend to end, with a margin.
+// ten seconds a worker tries to reconnect after it, and one of the
+// parent's longest waits for a backend to end, with a margin. Only a
+// worker that hangs comes near it.
 func (h *history) driveLimit() time.Duration {
 	return time.Until(h.end) + 10*time.Second + 30*time.Second + h.r.cfg.OpTimeout + 5*time.Second
 }
 
 // collect takes the records a's process wrote since the last collect into
 // the history. An operation called and never returned (the process was
-// killed, or gave up reconnecting after a fault) is unknown, once its
-// backend is gone; it is returned, if there is one.
+// killed or hung, or its question to end a cut backend went unanswered)
+// is unknown, once its backend is gone; it is returned, if there is one.
 func (h *history) collect(a *actor, killed bool) (open *worker.Record) {
 	recs := a.slot.Records()
 	for i := a.collected; i < len(recs); i++ {
 		r := recs[i]
 		if r.Open {
-			h.r.endBackend(r.Backend, r.Epoch, h.epoch)
+			h.endBackend(r.Backend, r.Epoch)
 			r.Return, r.Out, r.Fault = worker.MonoNow(), model.Unknown, "connection cut"
 			if killed {
 				r.Fault = "cut or killed"
 			}
+			recs[i] = r
 			open = &recs[i]
 		}
 		h.rec.add(operationOf(a, r))

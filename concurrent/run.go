@@ -152,6 +152,10 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 		}()
 	}
 	wg.Wait()
+	if h.board.Stopped() && h.failure == nil {
+		// Only a failure stops a history, and every failure is recorded.
+		h.fail("harness error", "the history was stopped with no failure recorded")
+	}
 	h.concurrentTime = time.Duration(h.rec.now())
 	if r.cfg.Phase != nil {
 		r.cfg.Phase(false)

@@ -187,18 +187,35 @@ func (h *history) fail(rule, detail string) (model.Outcome, worker.Response, boo
 
 // endBackend terminates a backend whose client is gone or cut, and waits
 // until the server has ended it, so that its statement can no longer
-// commit once its outcome is recorded as unknown. A restart since epoch
-// ended every backend already.
-func (r *Runner) endBackend(backend uint32, epoch int64, now *atomic.Int64) {
+// commit once its outcome is recorded as unknown. A server restart that
+// began after epoch and has ended ended every backend already; one still
+// running has not yet (its shutdown may let a statement commit first), so
+// the wait goes on through it. False if the backend outlived 30 s.
+func (r *Runner) endBackend(backend uint32, epoch int64, now *atomic.Int64) bool {
 	if backend == 0 {
-		return
+		return true
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && now.Load() == epoch {
-		if r.super.end(backend) == nil {
-			return
+	for time.Now().Before(deadline) {
+		if restartedSince(epoch, now.Load()) || r.super.end(backend) == nil {
+			return true
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// restartedSince reports whether a server restart has ended between the
+// epoch readings then and now: the epoch is raised at a restart's start
+// and at its end, so it is odd while one runs.
+func restartedSince(then, now int64) bool { return now >= then+2-then%2 }
+
+// endBackend ends backend (Runner.endBackend); one that outlives the wait
+// fails the history, whose outcome recorded as unknown could still take
+// effect after its return.
+func (h *history) endBackend(backend uint32, epoch int64) {
+	if !h.r.endBackend(backend, epoch, h.epoch) {
+		h.fail("harness error", fmt.Sprintf("backend %d could not be ended in 30 s", backend))
 	}
 }
 

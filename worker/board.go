@@ -18,14 +18,15 @@ import (
 // statement and finishes it when the answer comes, so a SIGKILL cannot lose
 // it: the pages are the parent's too. Nothing goes over the pipe per
 // operation, which is what made the parent-driven mode cost two process
-// wake-ups more per operation than a plain client.
+// wake-ups more per operation than a plain client. (The pipe carries one
+// question on the way, and only after a fault: end my old backend.)
 //
 // The memory is a memfd: it has no name in any file system, and it is gone
 // when the parent and the last worker that mapped it are.
 //
-// Layout, in 64-bit words: the header (headerWords plus two words of hint
-// and one claim count per event), then one slot per worker: slotWords of
-// marks, then its records.
+// Layout, in 64-bit words: the header (headerWords plus three words of
+// hint and one claim count per event), then one slot per worker: slotWords
+// of marks, failWords of a failure's text, then its records.
 type Board struct {
 	mem  []byte
 	file *os.File
@@ -58,8 +59,12 @@ const (
 	sTaint          // 1: a fault may have hit the worker since its last operation ended
 	sArmed          // 1 while a network fault is armed on its proxy
 	sBackend        // the server pid of its connection (0: none)
+	sFailLen        // the length of the failure's text (0: none)
 	slotWords
 )
+
+// failWords is the room for a failure's rule and detail: 1 KiB.
+const failWords = 128
 
 const boardMagic = 0x6f75746278626431 // "outbxbd1"
 
@@ -127,8 +132,8 @@ func (b *Board) Close() {
 	b.file.Close()
 }
 
-func (b *Board) headerSize() int { return headerWords + 3*b.events }
-func (b *Board) slotSize() int   { return slotWords + b.records*b.recordWords() }
+func (b *Board) headerSize() int { return headerWords + 4*b.events }
+func (b *Board) slotSize() int   { return slotWords + failWords + b.records*b.recordWords() }
 func (b *Board) words() int      { return b.headerSize() + b.slots*b.slotSize() }
 
 // word is the i-th word of the board. The mapping is page-aligned and
@@ -150,6 +155,7 @@ func (b *Board) Start(ops int, end int64) {
 	}
 	for s := range b.slots {
 		b.Slot(s).word(sCount).Store(0)
+		b.Slot(s).word(sFailLen).Store(0)
 	}
 	b.word(wStop).Store(0)
 	b.word(wHintSeq).Store(0)

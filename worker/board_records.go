@@ -55,7 +55,7 @@ var recordFaults = []string{"", "connection cut"}
 
 func (b *Board) recordWords() int { return recordHead + 2*b.events }
 
-func (s Slot) record(i int) int { return s.base + slotWords + i*s.b.recordWords() }
+func (s Slot) record(i int) int { return s.base + slotWords + failWords + i*s.b.recordWords() }
 
 // Open writes the call of r and returns its index, or -1 when the slot is
 // full. The record is counted only once it is whole, and before the

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/model"
@@ -79,20 +80,46 @@ func TestBoardMarks(t *testing.T) {
 	if _, _, ok := b.Hint(); ok {
 		t.Error("a hint on a new board")
 	}
-	b.PostHint(3, 2)
-	b.PostHint(1, 4)
+	b.PostHint(3, 2, 0)
+	b.PostHint(1, 4, 0)
+	b.PostHint(2, 5, 1)
+	b.ClearHint(2)
 	if e, g, _ := b.Hint(); e != 1 || g != 4 {
-		t.Errorf("hint = e%d gen %d, want the latest, e1 gen 4", e, g)
+		t.Errorf("hint = e%d gen %d, want the latest still up, e1 gen 4", e, g)
 	}
 	b.ClearHint(1)
 	if e, g, _ := b.Hint(); e != 3 || g != 2 {
 		t.Errorf("hint after clearing e1 = e%d gen %d, want e3 gen 2", e, g)
+	}
+	b.PostHint(2, 5, 1)
+	b.ClearHintsOf(0) // slot 0's worker was killed
+	if e, g, _ := b.Hint(); e != 2 || g != 5 {
+		t.Errorf("after slot 0's hints went: e%d gen %d, want slot 1's e2 gen 5", e, g)
+	}
+	b.ClearHintsOf(1)
+	if _, _, ok := b.Hint(); ok {
+		t.Error("a hint left after both posters' went")
 	}
 	if b.CountClaim(2) != 1 || b.CountClaim(2) != 2 || b.CountClaim(1) != 1 {
 		t.Error("claim counts are not per event")
 	}
 
 	s := b.Slot(0)
+	if _, _, ok := s.Failure(); ok {
+		t.Error("a failure on a new board")
+	}
+	s.SetFailure("claim returned more than one row", "w1.Claim() returned\ntwo rows")
+	if rule, detail, _ := s.Failure(); rule != "claim returned more than one row" || detail != "w1.Claim() returned\ntwo rows" {
+		t.Errorf("failure = %q, %q", rule, detail)
+	}
+	s.SetFailure("long", strings.Repeat("x", 5000))
+	if _, detail, _ := s.Failure(); len(detail) != 8*failWords-len("long\n") {
+		t.Errorf("a long failure kept %d bytes of detail", len(detail))
+	}
+	b.Start(5, MonoNow()+60e9)
+	if _, _, ok := s.Failure(); ok {
+		t.Error("a failure outlived its history")
+	}
 	if s.Faulted() {
 		t.Error("faulted with no mark")
 	}

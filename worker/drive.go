@@ -11,7 +11,8 @@ import (
 // OpDrive asks a worker to drive its part of a concurrent history by
 // itself: it draws its operations, runs them and records each on the
 // board (board.go) until the history's budget or time is spent, then
-// answers once. The parent-driven way, a request and an answer over the
+// answers (asking the parent on the way only to end a backend a fault
+// cut). The parent-driven way, a request and an answer over the
 // pipe per operation, woke two more processes per operation than a plain
 // client does; on two cores that halved the rate (issue 12's bench).
 const OpDrive = "drive"
@@ -128,9 +129,9 @@ func (d *driver) claimInTx() ([]held, bool) {
 	for _, g := range grants {
 		switch {
 		case !d.hasGen():
-			d.b.PostHint(g.Event, math.MaxInt64) // any older claim is stale
+			d.b.PostHint(g.Event, math.MaxInt64, d.slot.Index()) // any older claim is stale
 		case g.Gen > 1:
-			d.b.PostHint(g.Event, g.Gen)
+			d.b.PostHint(g.Event, g.Gen, d.slot.Index())
 		}
 	}
 	if d.req.Hold > 0 {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math/rand/v2"
@@ -28,10 +29,6 @@ type driver struct {
 func (a *agent) drive(req Request) Response {
 	if req.Drive == nil || a.spec.Board == "" {
 		return Response{Err: "drive: no board to record on"}
-	}
-	if a.board != nil && a.board.Path != a.spec.Board {
-		a.board.Close()
-		a.board = nil
 	}
 	if a.board == nil {
 		b, err := OpenBoard(a.spec.Board)
@@ -77,8 +74,9 @@ func (d *driver) do(op model.Op, req Request) (resp Response, out model.OutcomeK
 			err = d.slot.Finish(i, ret, out, grants, "")
 		}
 		if err != nil {
+			d.fail("harness error", fmt.Sprintf("%v: %v", op, err))
 			d.slot.Finish(i, ret, model.Unknown, nil, "")
-			return resp, "", nil, d.fail("harness error", fmt.Sprintf("%v: %v", op, err))
+			return resp, "", nil, false
 		}
 		return resp, out, grants, true
 	case Lost:
@@ -93,13 +91,18 @@ func (d *driver) do(op model.Op, req Request) (resp Response, out model.OutcomeK
 		d.backOff()
 		return resp, model.Unknown, nil, true
 	}
+	// The failure first: killed after it, the worker has still told.
+	d.fail(rule, detail)
 	d.slot.Finish(i, ret, model.Unknown, nil, "")
-	return resp, "", nil, d.fail(rule, detail)
+	return resp, "", nil, false
 }
 
+// fail records the worker's failure on the board, where a kill cannot
+// take it, and stops the history.
 func (d *driver) fail(rule, detail string) bool {
 	if d.failure == nil {
 		d.failure = &DriveReply{Rule: rule, Detail: detail}
+		d.slot.SetFailure(rule, detail)
 	}
 	d.b.Stop()
 	return false
@@ -115,8 +118,12 @@ func (d *driver) askEnd(backend uint32, epoch int64) bool {
 	if d.a.out.Flush() != nil {
 		return false
 	}
-	_, err := d.a.in.ReadBytes('\n')
-	return err == nil
+	line, err := d.a.in.ReadBytes('\n')
+	if err != nil {
+		return false
+	}
+	req, err := decodeRequest(bytes.TrimSuffix(line, []byte{'\n'}))
+	return err == nil && req.Op == OpEnded
 }
 
 // reconnect gives the worker a new connection after a fault broke the

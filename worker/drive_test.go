@@ -149,5 +149,8 @@ func TestDriveBlamesABreakOnAFaultOnlyWhenMarked(t *testing.T) {
 		if !b.Stopped() {
 			t.Error("not armed: the failure did not stop the history")
 		}
+		if rule, _, _ := slot.Failure(); resp.Drive != nil && rule != resp.Drive.Rule {
+			t.Errorf("not armed: the board says %q, the answer %q", rule, resp.Drive.Rule)
+		}
 	}
 }
