@@ -12,25 +12,23 @@ import (
 // faultLoop injects one fault every 10 to 40 ms until the history ends, in
 // turn a kill, a pause, a lost request and a lost reply on a random worker
 // (the turn goes on from the last history's, so that a run of short
-// histories still has every kind);
-// with restart, one server restart at a random moment. Every fault is
-// undone before the next. A kill and a restart are operations of the
+// histories still has every kind); with restart, the first fault is a
+// server restart, and a history that ends before its first fault hands
+// the restart to the next. Every fault is undone before the next. A kill and a restart are operations of the
 // model (they roll back open transactions); the others are notes on the
 // history, and make the statements they hit unknown.
 func (h *history) faultLoop(stop <-chan struct{}, rng *rand.Rand, restart bool) map[string]int {
 	fired := map[string]int{}
 	kinds := []string{"kill", "pause", "request_lost", "reply_lost"}
-	// Early in the history, so that it is not over before the restart.
-	restartAt := time.Now().Add(time.Duration(rng.Int64N(int64(60 * time.Millisecond))))
 	for round := h.r.faultRound; ; round++ {
 		select {
 		case <-stop:
-			h.r.faultRound = round
+			h.r.faultRound, h.r.restartDue = round, restart
 			return fired
 		case <-time.After(time.Duration(10+rng.IntN(30)) * time.Millisecond):
 		}
 		kind := kinds[round%len(kinds)]
-		if restart && time.Now().After(restartAt) {
+		if restart {
 			kind, restart = "db_restart", false
 		}
 		if h.inject(kind, h.r.workers[rng.IntN(len(h.r.workers))], rng) {

@@ -145,7 +145,7 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 	if r.in != nil {
 		faultsDone.Add(1)
 		qseed := rng.Uint64()
-		restart := r.in.CanRestart() && i%4 == 3
+		restart := r.in.CanRestart() && (i%4 == 0 || r.restartDue)
 		go func() {
 			defer faultsDone.Done()
 			fired = h.faultLoop(stop, rand.New(rand.NewPCG(qseed, 7)), restart)

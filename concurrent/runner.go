@@ -68,8 +68,10 @@ type Runner struct {
 	// the fault loop marks them on (worker/board.go), a slot each, the
 	// rescuer's last.
 	board *worker.Board
-	// faultRound is the fault loop's next turn (faultloop.go).
+	// faultRound is the fault loop's next turn, and restartDue a restart
+	// a history ended too soon for (faultloop.go).
 	faultRound int
+	restartDue bool
 }
 
 // NewRunner prepares a run: the fault proxies when cfg has faults, a
