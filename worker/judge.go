@@ -37,6 +37,8 @@ func Judge(op model.Op, resp Response, faulted bool) (fate Fate, rule, detail st
 		return Broken, name + " failed with a server error", fmt.Sprintf("%v failed: %s", op, resp.Err)
 	case faulted:
 		return Lost, "", ""
+	case resp.Timeout:
+		return Broken, name + " timed out", fmt.Sprintf("%v did not return in its statement timeout, and no fault was injected: %s", op, resp.Err)
 	}
 	return Broken, name + " lost its connection with no fault injected",
 		fmt.Sprintf("%v lost its connection, and no fault was injected: %s", op, resp.Err)
