@@ -89,7 +89,10 @@ func explainGrant(s State, g Grant) string {
 	}
 	r := s.Rows[i]
 	switch {
-	case r.LockedBy != "":
+	case r.LockedBy != "" && !s.buryingOpen(r.Event):
+		// A row an open claim only buries is locked because it is
+		// exhausted: taking it is a claim past its budget (below), the
+		// rule whether or not a transaction is open.
 		return fmt.Sprintf("claim took %s, a row locked by another transaction", r.Event)
 	case r.Status == Sent:
 		return fmt.Sprintf("claim took %s, a SENT row (SENT is terminal)", r.Event)
@@ -193,4 +196,15 @@ func wants(allowed []Transition) string {
 		return "no outcome"
 	}
 	return strings.Join(outs, " or ")
+}
+
+// buryingOpen reports whether an open claim transaction buries event's row
+// (it locked the exhausted row to make it DEAD at its commit).
+func (s State) buryingOpen(event string) bool {
+	for _, p := range s.Pending {
+		if slices.Contains(p.Bury, event) {
+			return true
+		}
+	}
+	return false
 }

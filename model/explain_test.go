@@ -75,3 +75,24 @@ func TestExplainAllowedOutcome(t *testing.T) {
 		t.Fatalf("an allowed outcome was explained: %v", err)
 	}
 }
+
+// TestExplainClaimOfARowAnOpenClaimBuries: a row an open claim transaction
+// locks only to bury it is exhausted, and a claim that takes it is past its
+// budget, the mutant attempts_by_retry_only's rule; a row an open claim
+// took is locked.
+func TestExplainClaimOfARowAnOpenClaimBuries(t *testing.T) {
+	s := New(FIFO)
+	s.Policy.MaxAttempts = 1
+	s = playFrom(t, s, "Enqueue(e1) -> ok", "w1.Claim() -> claimed e1 gen=1", "Expire(e1) -> ok", "w2.Begin() -> empty")
+	if s.Rows[0].LockedBy != "w2" || !s.buryingOpen("e1") {
+		t.Fatalf("w2's open claim does not bury e1: %+v, %+v", s.Rows[0], s.Pending)
+	}
+	op, got, err := ParseStep("w1.Claim() -> claimed e1 gen=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "w1.Claim() -> claimed e1 gen=2: claim took e1 past its attempt budget (it was claimed 1 times; max_attempts=1)"
+	if msg := errText(Explain(s, op, got, s.Step(op))); msg != want {
+		t.Errorf("got %q\nwant %q", msg, want)
+	}
+}
