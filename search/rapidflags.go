@@ -24,6 +24,7 @@ func SetRapidFlags(set map[string]string) (restore func()) {
 	}
 }
 
+// rapidFlag is the flag's value; it panics if rapid has no such flag.
 func rapidFlag(name string) string {
 	f := goflag.CommandLine.Lookup(name)
 	if f == nil {
@@ -32,8 +33,12 @@ func rapidFlag(name string) string {
 	return f.Value.String()
 }
 
+// setRapidFlag sets the flag's value without marking it set: a flag the
+// command line did not set stays unset to flag.Visit, which is how a test
+// tells the user's -rapid.seed from its own (FlagSet.Set marks it, and the
+// catalogue's tests then kept a random seed).
 func setRapidFlag(name, value string) {
-	if err := goflag.CommandLine.Set(name, value); err != nil {
+	if err := goflag.CommandLine.Lookup(name).Value.Set(value); err != nil {
 		panic(fmt.Sprintf("rapid flag %s: %v", name, err)) // rapid renamed its flags
 	}
 }
