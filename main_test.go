@@ -58,7 +58,7 @@ func searchFromScratch() {
 	for name, value := range map[string]string{"rapid.nofailfile": "true", "rapid.shrinktime": "0s"} {
 		env := "RAPID_" + strings.ToUpper(strings.TrimPrefix(name, "rapid."))
 		if _, set := os.LookupEnv(env); !set {
-			flag.Set(name, value)
+			flag.Lookup(name).Value.Set(value) // not marked set: see setRapidFlag
 		}
 	}
 }

@@ -199,9 +199,14 @@ func setRapidFlag(t *testing.T, name, value string) {
 	if _, env := os.LookupEnv("RAPID_" + strings.ToUpper(strings.TrimPrefix(name, "rapid."))); set || env {
 		return
 	}
-	old := flag.Lookup(name).Value.String()
-	if err := flag.Set(name, value); err != nil {
+	// Value.Set, not flag.Set: flag.Set marks the flag set, and the next
+	// test's check above would take it for the command line's and keep
+	// whatever value it has (rapid.seed 0, a random seed, after the first
+	// test that pinned seed 1 restored it).
+	f := flag.Lookup(name)
+	old := f.Value.String()
+	if err := f.Value.Set(value); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { flag.Set(name, old) })
+	t.Cleanup(func() { f.Value.Set(old) })
 }

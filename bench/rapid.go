@@ -2,7 +2,6 @@ package bench
 
 import (
 	"flag"
-	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -37,22 +36,7 @@ func withRapid(checks int, seed uint64, f func() error) error {
 		"rapid.seed":       strconv.FormatUint(seed, 10),
 		"rapid.nofailfile": "true",
 	}
-	old := map[string]string{}
-	for name, v := range set {
-		fl := flag.CommandLine.Lookup(name)
-		if fl == nil {
-			return fmt.Errorf("rapid flag %s is not registered", name)
-		}
-		old[name] = fl.Value.String()
-		if err := flag.CommandLine.Set(name, v); err != nil {
-			return fmt.Errorf("set %s: %w", name, err)
-		}
-	}
-	defer func() {
-		for name, v := range old {
-			flag.CommandLine.Set(name, v)
-		}
-	}()
+	defer search.SetRapidFlags(set)()
 	return f()
 }
 

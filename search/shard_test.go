@@ -1,7 +1,6 @@
 package search
 
 import (
-	"flag"
 	"slices"
 	"strconv"
 	"testing"
@@ -78,18 +77,8 @@ func drawsOf(seeds []uint64) []uint64 {
 }
 
 func setFlags(t *testing.T, set map[string]string) (restore func()) {
-	saved := map[string]string{}
-	for name, value := range set {
-		saved[name] = flag.Lookup(name).Value.String()
-		if err := flag.Set(name, value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return func() {
-		for name, value := range saved {
-			flag.Set(name, value)
-		}
-	}
+	t.Helper()
+	return SetRapidFlags(set)
 }
 
 func sameSet(a, b []uint64) bool { return slices.Equal(sorted(a), sorted(b)) }
