@@ -174,7 +174,7 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 // itself would leave a backend nobody ends, its locks held. It tries until
 // the history's time is up; false then, or when the process died.
 func (h *history) reconnect(a *actor, p *worker.Process) bool {
-	for time.Now().Before(h.end.Add(10 * time.Second)) {
+	for h.untilEnd() > -10*time.Second {
 		resp, err := p.Do(worker.Request{Op: "reconnect"})
 		if err != nil {
 			a.discard(p)
@@ -194,7 +194,7 @@ func (h *history) reconnect(a *actor, p *worker.Process) bool {
 // back (each unknown outcome doubles the states a history may be in).
 func (h *history) backOff() {
 	time.Sleep(3 * time.Millisecond)
-	for h.restarting() && time.Now().Before(h.end) {
+	for h.restarting() && h.untilEnd() > 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -78,7 +78,7 @@ func (h *history) drive(a *actor, stream uint64, rng *rand.Rand) {
 // parent's longest waits for a backend to end, with a margin. Only a
 // worker that hangs comes near it.
 func (h *history) driveLimit() time.Duration {
-	return time.Until(h.end) + 10*time.Second + 30*time.Second + h.r.cfg.OpTimeout + 5*time.Second
+	return h.untilEnd() + 10*time.Second + 30*time.Second + h.r.cfg.OpTimeout + 5*time.Second
 }
 
 // collect takes the records a's process wrote since the last collect into

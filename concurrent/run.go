@@ -127,7 +127,6 @@ func (r *Runner) runHistory(i int, rng *rand.Rand) (*history, map[string]int, er
 	h.rec = newRecorder()
 	h.fixtures = &fixtures{h: h, conn: r.fixtureConn}
 	defer func() { r.fixtureConn = h.fixtures.conn }() // kept for the next history
-	h.end = time.Now().Add(r.historyTime())
 	r.board.Start(r.cfg.Ops, worker.MonoNow()+int64(r.historyTime()))
 	var wg sync.WaitGroup
 	for k, a := range r.workers {

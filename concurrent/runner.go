@@ -147,9 +147,8 @@ type history struct {
 	initial []string // enqueued by the reset
 	// board has the history's budget (its operations left, its end),
 	// whether it was stopped, and the restarts' marks, shared with the
-	// workers; end is the same end on this process's clock.
+	// workers.
 	board *worker.Board
-	end   time.Time
 	// epoch (on the board) is raised at the start and at the end of each
 	// server restart.
 	epoch    *atomic.Int64
@@ -169,6 +168,9 @@ func (h *history) hasGen() bool { return h.r.inst.Statements.HasGen }
 
 // take spends one operation of the budget; false when the history is over.
 func (h *history) take() bool { return h.board.Take() }
+
+// untilEnd is the time left until the history's end (negative after it).
+func (h *history) untilEnd() time.Duration { return time.Duration(h.board.End() - worker.MonoNow()) }
 
 // restarting reports whether the server is restarting.
 func (h *history) restarting() bool { return h.board.Restarting().Load() != 0 }

@@ -3,7 +3,6 @@ package concurrent
 import (
 	"cmp"
 	"slices"
-	"strconv"
 
 	"github.com/outboxlab/outboxlab/model"
 	"github.com/outboxlab/outboxlab/worker"
@@ -47,13 +46,11 @@ func sortedRows(rows []worker.ClaimRow) []worker.ClaimRow {
 	return rows
 }
 
-// eventIndex is an event's enqueue position: events are e1, e2, ... in
-// enqueue order; an event the run never enqueued goes last.
+// eventIndex is an event's enqueue position (worker.EventNumber); an
+// event the run never enqueued goes last.
 func eventIndex(e string) int {
-	if len(e) > 1 && e[0] == 'e' {
-		if n, err := strconv.Atoi(e[1:]); err == nil {
-			return n
-		}
+	if n := worker.EventNumber(e); n > 0 {
+		return n
 	}
 	return 1 << 30
 }

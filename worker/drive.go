@@ -158,7 +158,7 @@ func (d *driver) claimInTx() ([]held, bool) {
 func (d *driver) acknowledge(rows []ClaimRow, grants []Grant) []held {
 	ids := map[int]string{}
 	for _, r := range rows {
-		ids[eventNumber(r.Event)] = r.ID
+		ids[EventNumber(r.Event)] = r.ID
 	}
 	var out []held
 	for _, g := range grants {
@@ -196,7 +196,7 @@ func (d *driver) outcome(c held) bool {
 // send runs the outcome kind (complete, retry or renew) of claim c.
 func (d *driver) send(c held, kind model.Kind) bool {
 	section := map[model.Kind]string{model.Complete: sut.Complete, model.Retry: sut.Retry, model.Renew: sut.Renew}[kind]
-	op := model.Op{Kind: kind, Worker: d.name(), Event: eventName(c.event), Gen: c.gen}
+	op := model.Op{Kind: kind, Worker: d.name(), Event: EventName(c.event), Gen: c.gen}
 	_, _, _, ok := d.do(op, Request{Op: section, ID: c.id, Gen: c.gen})
 	return ok
 }

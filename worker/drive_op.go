@@ -60,7 +60,7 @@ func (d *driver) do(op model.Op, req Request) (resp Response, out model.OutcomeK
 	}
 	backend, epoch := d.a.backendPID(), d.b.Epoch().Load()
 	d.slot.SetBackend(backend)
-	i := d.slot.Open(Record{Kind: op.Kind, Event: eventNumber(op.Event), Gen: op.Gen, Call: MonoNow(), Backend: backend, Epoch: epoch})
+	i := d.slot.Open(Record{Kind: op.Kind, Event: EventNumber(op.Event), Gen: op.Gen, Call: MonoNow(), Backend: backend, Epoch: epoch})
 	if i < 0 {
 		return resp, "", nil, d.fail("harness error", "the board has no room for another record")
 	}
@@ -161,7 +161,7 @@ func outcomeOf(kind model.Kind, resp Response, events int) (model.OutcomeKind, [
 		}
 		var grants []Grant
 		for _, r := range resp.Rows {
-			n := eventNumber(r.Event)
+			n := EventNumber(r.Event)
 			if n < 1 || n > events {
 				return "", nil, fmt.Errorf("a claim returned event %q, which the history never enqueued", r.Event)
 			}
@@ -178,8 +178,9 @@ func outcomeOf(kind model.Kind, resp Response, events int) (model.OutcomeKind, [
 	return model.OK, nil, nil
 }
 
-// eventNumber is n for the event "e<n>", 0 for any other name.
-func eventNumber(e string) int {
+// EventNumber is n for the event "e<n>", 0 for any other name: the
+// events of a concurrent history, numbered in enqueue order.
+func EventNumber(e string) int {
 	if len(e) > 1 && e[0] == 'e' {
 		if n, err := strconv.Atoi(e[1:]); err == nil && n > 0 {
 			return n
@@ -188,8 +189,5 @@ func eventNumber(e string) int {
 	return 0
 }
 
-// eventName is the event numbered n.
-func eventName(n int) string { return "e" + strconv.Itoa(n) }
-
 // EventName is the event numbered n (a Record's Event and Grants).
-func EventName(n int) string { return eventName(n) }
+func EventName(n int) string { return "e" + strconv.Itoa(n) }
