@@ -88,7 +88,7 @@ var baselineClasses = []baselineClass{
 // TestBaselineShrinksToMinimal: the state machine finds each of the
 // baseline's failure classes and shrinks it to its minimal program, whose
 // text names the broken invariant. The programs are the suite's own
-// account of the article's failures (README.md prints them).
+// account of the article's failures (docs/evidence.md prints them).
 func TestBaselineShrinksToMinimal(t *testing.T) {
 	honestSearch(t)
 	for _, c := range baselineClasses {

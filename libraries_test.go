@@ -15,7 +15,7 @@ import (
 // The library catalogue: testdata/libraries holds one protocol file per
 // real queue library, from its own SQL at a pinned commit (each file's
 // header names it and lists every adaptation), and testdata/libraries/fixed
-// the smallest change to that SQL that makes it pass. The README's table
+// the smallest change to that SQL that makes it pass. The table in docs/libraries.md
 // of libraries by properties is these files' profiles.
 // profileShrink is the shrinking by replay a pinned profile gets: almost
 // none (one confirming replay).
@@ -33,8 +33,8 @@ const (
 // finds on some seeds only, and "-- profile-stopped:" the failures of no
 // property that may end its profile, " | " between them (a pinned property
 // whose verdict is then unknown is not required). The search runs from
-// rapid seed 1, without faults, so a run is the README's; the pins still
-// hold for the other seeds tried (see the README). A change to the suite
+// rapid seed 1, without faults, so a run is the docs' (docs/libraries.md); the pins still
+// hold for the other seeds tried (see docs/libraries.md). A change to the suite
 // that alters a verdict shows here.
 func TestLibraryProfiles(t *testing.T) {
 	honestSearch(t)
@@ -51,7 +51,7 @@ func TestLibraryProfiles(t *testing.T) {
 			h := harness(t, lib.path, catalogueConfig())
 			// The pins are verdicts, not counterexamples: no time goes to
 			// shrinking them (Solid Queue's replays slowly), which leaves
-			// the verdict as it is. The README's come from --shrink-time 60s.
+			// the verdict as it is. The docs' come from --shrink-time 60s.
 			p := search.On(h).Profile(t.Name(), profileShrink)
 			var unknown model.Property
 			for _, f := range p.Findings {

@@ -29,21 +29,21 @@ import (
 // bad as a miss).
 //
 // OUTBOXLAB_WRITE_TABLE=1 measures the catalogue sequentially over several
-// seeds and writes the table into README.md;
+// seeds and writes the table into docs/evidence.md;
 // OUTBOXLAB_WRITE_REGRESSIONS=1 keeps every counterexample found in
 // testdata/regressions.
 const (
 	mutantDir     = "testdata/mutants"
 	equivalentDir = "testdata/mutants/equivalent"
 	correctDir    = "testdata/correct"
-	mutantsDoc    = "README.md"
+	mutantsDoc    = "docs/evidence.md"
 )
 
 // tableSeeds are the rapid seeds the written table is measured over.
 var tableSeeds = []uint64{1, 2, 3, 4, 5}
 
 // TestMutantsCaught: every mutant is caught by the default budget, from
-// rapid seed 1 (the README's table shows seeds 1 to 5 each catching every
+// rapid seed 1 (docs/evidence.md's table shows seeds 1 to 5 each catching every
 // mutant). A seed of its own each run would assert what does not hold for
 // every seed: the checks to a catch have a long tail (retry_last_attempt_ready
 // takes 3 to 24 on seeds 1 to 5, and one random seed missed it in 100).
@@ -337,7 +337,7 @@ const scenarioDeadline = 5 * time.Second
 
 // writeMutantsTable measures every mutant, equivalent mutant and correct
 // variant sequentially (so that times are not shared with other work)
-// over tableSeeds, and writes the side-by-side table into README.md
+// over tableSeeds, and writes the side-by-side table into docs/evidence.md
 // between its table markers.
 func writeMutantsTable(t *testing.T) {
 	honestSearch(t)

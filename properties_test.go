@@ -59,8 +59,8 @@ func TestBaselineFailsStateMachine(t *testing.T) {
 		t.Fatalf("the state machine passed the baseline (or failed without a violation: %s)", c.Report)
 	}
 	// Every baseline class has a 3-step program, and over 200 seeds every
-	// counterexample shrank to it (README, "Shrinking"); 4 is the bound
-	// the README promises.
+	// counterexample shrank to it (docs/verdicts.md, "Shrinking"); 4 is the bound
+	// the docs promise.
 	if n := c.Steps(); n > 4 {
 		t.Errorf("shrunk to %d steps, want at most 4:\n%s", n, strings.Join(c.Program, "\n"))
 	}

@@ -3,8 +3,8 @@
 -- those rows implies the claim's WHERE, and the claim's ORDER BY id walk
 -- starts at the first unsent row instead of filtering every SENT row ahead
 -- of it. The claim, complete and retry are leased's, unchanged. The index is
--- what `outboxlab bench --backlog leased` suggests; see the README's
--- "Backlog" section.
+-- what `outboxlab bench --backlog leased` suggests; see
+-- docs/backlog.md.
 -- outboxlab: order=fifo
 
 -- name: schema

@@ -95,7 +95,7 @@
 --     and locked_by_id set -> INPROGRESS; finished_at set and error NULL -> SENT (succeeded); finished_at
 --     set and error set -> DEAD (discarded). done=keep: preserve_job_records defaults to true.
 -- The properties this SQL breaks, pinned by TestLibraryProfiles
--- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- (outboxlab check --profile --faults=false; docs/libraries.md):
 -- profile: fencing strict_expiry terminal attempt_budget
 -- outboxlab: order=any
 -- outboxlab: lease=4m30s

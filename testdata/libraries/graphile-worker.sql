@@ -55,7 +55,7 @@
 --     rescue's own test); locked_at null and attempts >= max_attempts -> DEAD (permanently failed);
 --     otherwise READY (due = run_at <= now()); a deleted (completed) job is absent -> SENT.
 -- The properties this SQL breaks, pinned by TestLibraryProfiles
--- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- (outboxlab check --profile --faults=false; docs/libraries.md):
 -- profile: fencing strict_expiry terminal
 -- outboxlab: order=any
 -- outboxlab: batch=2

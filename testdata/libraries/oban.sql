@@ -63,7 +63,7 @@
 --   - Oban's Pruner deletes old completed/discarded rows after max_age (60s by default) in the
 --     background; that is not modelled (done=keep: a completed job stays as 'completed').
 -- The properties this SQL breaks, pinned by TestLibraryProfiles
--- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- (outboxlab check --profile --faults=false; docs/libraries.md):
 -- profile: no_stranded_row fencing strict_expiry terminal
 -- profile-sometimes: claims_never_wait
 -- outboxlab: order=any

@@ -64,7 +64,7 @@
 --     (cancelled is never reached). due = start_after <= now(); the due fixture moves start_after.
 --   - Completed jobs stay in the table until the retention/deletion maintenance (days later): done=keep.
 -- The properties this SQL breaks, pinned by TestLibraryProfiles
--- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- (outboxlab check --profile --faults=false; docs/libraries.md):
 -- profile: fencing strict_expiry one_live_owner
 -- outboxlab: order=fifo
 -- outboxlab: batch=2

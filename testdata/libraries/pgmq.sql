@@ -43,7 +43,7 @@
 --     in outboxlab_backoff -> READY (due = vt <= clock_timestamp()); any other q_outbox row ->
 --     INPROGRESS (lease_expired = vt <= clock_timestamp(), the test read() applies).
 -- The properties this SQL breaks, pinned by TestLibraryProfiles
--- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- (outboxlab check --profile --faults=false; docs/libraries.md):
 -- profile: fencing strict_expiry
 -- outboxlab: order=fifo
 -- outboxlab: batch=2

@@ -74,7 +74,7 @@
 --     than 30 seconds. due: execute_after < now(), as the dequeue tests it. expire/age move
 --     the heartbeat back; due moves execute_after back.
 -- The properties this SQL breaks, pinned by TestLibraryProfiles
--- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- (outboxlab check --profile --faults=false; docs/libraries.md):
 -- profile: fencing strict_expiry terminal attempt_budget
 -- profile-sometimes: no_stranded_row
 -- outboxlab: order=fifo

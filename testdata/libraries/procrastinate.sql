@@ -83,7 +83,7 @@
 --     test: no worker (pruned) or a heartbeat older than 30 seconds. due: scheduled_at NULL or
 --     past. expire/age move the claiming worker's last_heartbeat back.
 -- The properties this SQL breaks, pinned by TestLibraryProfiles
--- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- (outboxlab check --profile --faults=false; docs/libraries.md):
 -- profile: fencing strict_expiry attempt_budget
 -- outboxlab: order=fifo
 -- outboxlab: lease=30s

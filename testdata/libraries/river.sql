@@ -69,7 +69,7 @@
 --     running -> INPROGRESS; completed -> SENT; discarded, cancelled -> DEAD.
 --   - lease_expired for running rows: attempted_at < now() - 1 hour, JobGetStuck's own test.
 -- The properties this SQL breaks, pinned by TestLibraryProfiles
--- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- (outboxlab check --profile --faults=false; docs/libraries.md):
 -- profile: fencing strict_expiry attempt_budget
 -- outboxlab: order=any
 -- outboxlab: batch=2

@@ -108,7 +108,7 @@
 --     last_heartbeat_at back. due: the dispatcher's dispatch_next_batch for that job (delete the
 --     scheduled execution, create the ready one), as if its time had come.
 -- The properties this SQL breaks, pinned by TestLibraryProfiles
--- (outboxlab check --profile --faults=false; README, "The libraries"):
+-- (outboxlab check --profile --faults=false; docs/libraries.md):
 -- profile: fencing strict_expiry attempt_budget
 -- profile-sometimes: terminal
 -- profile-stopped: event ids are unique
