@@ -43,7 +43,7 @@ func runBacklog(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opt.Pgbench, "pgbench", opt.Pgbench, "run the same claim with pgbench at every size")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab bench --backlog [--json] [--sizes LIST] [--for D] [--churn D] [--pgbench=false] [PROTOCOL ...]")
-		fmt.Fprintln(fs.Output(), "PROTOCOL is a protocol file or a built-in name (default: leased).")
+		fmt.Fprintln(fs.Output(), "PROTOCOL is a protocol file or a built-in name (default: leased). The figures: docs/backlog.md.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, stdout); !ok {

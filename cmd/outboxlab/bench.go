@@ -36,6 +36,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab bench [--json] [--quick] [--cpuprofile FILE]")
 		fmt.Fprintln(fs.Output(), "       outboxlab bench --backlog [flags] [PROTOCOL ...]   (the claim under a backlog: bench --backlog -h)")
 		fmt.Fprintln(fs.Output(), "       outboxlab bench --only concurrent [--json] [--histories N]   (the concurrent mode's figures alone: bench --only concurrent -h)")
+		fmt.Fprintln(fs.Output(), "The figures and the targets they are held to: docs/performance.md; the backlog: docs/backlog.md.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, stdout); !ok {

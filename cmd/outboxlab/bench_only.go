@@ -39,6 +39,7 @@ func runBenchOnly(args []string, stdout, stderr io.Writer) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab bench --only concurrent [--json] [--histories N] [--cpuprofile FILE]")
+		fmt.Fprintln(fs.Output(), "The three figures and their target: docs/performance.md.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, stdout); !ok {

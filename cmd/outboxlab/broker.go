@@ -29,12 +29,12 @@ const relayChecks = 40
 func (b *brokerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&b.on, "broker", false, "relay mode: workers publish each claimed event to a Kafka-protocol broker (embedded kfake, or "+
 		broker.EnvBrokers+") before completing it, and a consumer applies the topic to PostgreSQL; the properties are the pipeline's "+
-		fmt.Sprintf("(default budget %d checks; a pass needs the classes %s)", relayChecks, strings.Join(relay.RequiredClasses(true, true), ", ")))
+		fmt.Sprintf("(default budget %d checks; a pass needs the classes %s) (docs/relay.md)", relayChecks, strings.Join(relay.RequiredClasses(true, true), ", ")))
 	names := make([]string, len(relay.Variants))
 	for i, v := range relay.Variants {
 		names[i] = v.Name
 	}
-	fs.StringVar(&b.variant, "relay-variant", "", "with --broker, run a broken relay or consumer: "+strings.Join(names, ", "))
+	fs.StringVar(&b.variant, "relay-variant", "", "with --broker, run a broken relay or consumer (docs/relay.md): "+strings.Join(names, ", "))
 }
 
 // brokerResult is check's result with relay mode's own figures.

@@ -41,17 +41,17 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var f checkFlags
 	def := machine.Default()
-	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object per protocol")
+	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object per protocol (docs/json.md)")
 	fs.IntVar(&f.checks, "checks", 0, "checks (random programs) per protocol (default: rapid's, 100, or RAPID_CHECKS)")
 	fs.IntVar(&f.steps, "steps", 0, "average steps per check (default: rapid's, 30, or RAPID_STEPS)")
-	fs.Uint64Var(&f.seed, "seed", 0, "seed of the first check (0: random); a failure prints the seed that reproduces it")
-	fs.BoolVar(&f.faults, "faults", def.Faults, "inject network faults and server restarts")
-	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long to shrink a counterexample: by replay (default 30s), or by rapid's shrinking when it cannot be replayed (default 30s)")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed of the first check (0: random); a failure prints the seed that reproduces it (docs/verdicts.md)")
+	fs.BoolVar(&f.faults, "faults", def.Faults, "inject network faults and server restarts (docs/faults.md)")
+	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long to shrink a counterexample: by replay (default 30s), or by rapid's shrinking when it cannot be replayed (default 30s) (docs/verdicts.md)")
 	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
-	fs.BoolVar(&f.waiting, "waiting", true, "let a complete, retry or renew wait behind another worker's open claim transaction, judged when it ends (false: skip such steps)")
+	fs.BoolVar(&f.waiting, "waiting", true, "let a complete, retry or renew wait behind another worker's open claim transaction, judged when it ends (false: skip such steps) (docs/races.md)")
 	addReportFlag(fs, &f.report)
-	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed")
-	fs.Var(&f.shard, "shard", "K/N: run part K of N of the budget, disjoint seed ranges (needs --seed; see docs/json.md)")
+	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed (docs/libraries.md)")
+	fs.Var(&f.shard, "shard", "K/N: run part K of N of the budget, disjoint seed ranges (needs --seed; docs/nightly.md)")
 	f.broker.register(fs)
 	cf := addConcurrentFlags(fs)
 	fs.Usage = func() {
@@ -169,10 +169,12 @@ func checkHelp() string {
 Result per protocol (exit status): pass (0); fail, a counterexample (1);
 bad input or no database (2); inconclusive (3): no counterexample, but the
 run never reached a coverage class the protocol's sections or directives
-make possible, so the pass proves nothing there; raise --checks or --steps.
+make possible, so the pass proves nothing there; raise --checks or --steps
+(docs/verdicts.md).
 
 Coverage classes a pass needs (with faults on, also request_lost,
-reply_lost, and db_restart on a server outboxlab started itself):
+reply_lost, and db_restart on a server outboxlab started itself:
+docs/faults.md):
 `)
 	needs := machine.ClassSections()
 	for _, class := range append(slices.Clone(machine.BaseClasses), machine.V2Classes...) {
@@ -184,6 +186,9 @@ reply_lost, and db_restart on a server outboxlab started itself):
 		}
 		fmt.Fprintf(&b, "  %-24s %s\n", class, when)
 	}
-	b.WriteString("\nThe protocol file format: docs/protocol-format.md in the outboxlab repository.\n")
+	b.WriteString(`
+The protocol file format: docs/protocol-format.md; the counterexample page
+of --report: docs/report.md. Every docs/ page is in the outboxlab repository.
+`)
 	return b.String()
 }

@@ -27,12 +27,12 @@ type concurrentFlags struct {
 func addConcurrentFlags(fs *flag.FlagSet) *concurrentFlags {
 	def := concurrent.Default()
 	cf := &concurrentFlags{}
-	fs.BoolVar(&cf.on, "concurrent", false, "concurrent mode: worker processes at once, each history checked for linearizability (porcupine)")
-	fs.IntVar(&cf.histories, "histories", def.Histories, "with --concurrent: histories per protocol")
-	fs.IntVar(&cf.ops, "ops", def.Ops, "with --concurrent: operations per history")
-	fs.IntVar(&cf.workers, "concurrent-workers", def.Workers, "with --concurrent: worker processes (2 or more)")
-	fs.DurationVar(&cf.duration, "duration", def.Duration, "with --concurrent: the longest a protocol's run may take")
-	fs.StringVar(&cf.html, "html-dir", "", "with --concurrent: where a failing history's HTML goes (default: the temp dir)")
+	fs.BoolVar(&cf.on, "concurrent", false, "concurrent mode: worker processes at once, each history checked for linearizability (porcupine) (docs/concurrent.md)")
+	fs.IntVar(&cf.histories, "histories", def.Histories, "with --concurrent (docs/concurrent.md): histories per protocol")
+	fs.IntVar(&cf.ops, "ops", def.Ops, "with --concurrent (docs/concurrent.md): operations per history")
+	fs.IntVar(&cf.workers, "concurrent-workers", def.Workers, "with --concurrent (docs/concurrent.md): worker processes (2 or more)")
+	fs.DurationVar(&cf.duration, "duration", def.Duration, "with --concurrent (docs/concurrent.md): the longest a protocol's run may take")
+	fs.StringVar(&cf.html, "html-dir", "", "with --concurrent (docs/concurrent.md): where a failing history's HTML goes (default: the temp dir)")
 	return cf
 }
 

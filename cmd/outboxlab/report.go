@@ -24,7 +24,7 @@ type reportFlag struct {
 }
 
 func addReportFlag(fs *flag.FlagSet, r *reportFlag) {
-	fs.StringVar(&r.path, "report", "", "on a failure, write the counterexample as a self-contained HTML page to this file (with several protocols, FILE-PROTOCOL.html each)")
+	fs.StringVar(&r.path, "report", "", "on a failure, write the counterexample as a self-contained HTML page to this file (with several protocols, FILE-PROTOCOL.html each) (docs/report.md)")
 }
 
 // prepare checks the flag before anything runs: a directory that does

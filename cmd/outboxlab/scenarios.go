@@ -17,6 +17,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object per scenario")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: outboxlab scenarios [--json] [PROTOCOL ...]")
+		fmt.Fprintln(fs.Output(), "The article's six tests, and what they miss that check finds: docs/evidence.md.")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, stdout); !ok {
