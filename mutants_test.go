@@ -72,6 +72,9 @@ func TestMutantsCaught(t *testing.T) {
 			if isRace(m) && r.caught {
 				checkRaceCatch(t, m, r)
 			}
+			if isSplit(m) && r.caught {
+				checkSplitCatch(t, m, r)
+			}
 		})
 	}
 }

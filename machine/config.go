@@ -43,6 +43,9 @@ type Config struct {
 	// on another worker's open claim transaction, as the machine did
 	// before waiting steps (see wait.go): what the evidence compares with.
 	NoWaitingSteps bool
+	// NoSplitSteps runs every multi-statement section whole, as the machine
+	// did before split steps (split.go): what the evidence compares with.
+	NoSplitSteps bool
 }
 
 // Default is the CI configuration.
@@ -63,6 +66,9 @@ func DefaultWeights() map[string]int {
 		// It skips unless its state is there, so its weight costs little
 		// elsewhere and makes the race likely once it is.
 		ActRace: 4,
+		// Like race, it skips without a claim to split, and once a split
+		// is open it steps it towards its race.
+		ActSplit: 3,
 	}
 }
 
@@ -98,6 +104,10 @@ const (
 	// transaction, or that reclaim. The stale_* actions and begin may take
 	// them too, but the state they need is rare enough to deserve its own.
 	ActRace = "race"
+	// ActSplit runs a multi-statement complete, retry or renew in two
+	// parts with other steps at the statement boundary between (split.go).
+	// Only a protocol with such a section has it.
+	ActSplit = "split"
 )
 
 // FaultActions are enabled only with Config.Faults.

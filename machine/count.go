@@ -11,6 +11,9 @@ import (
 func (r *run) countCoverage(op model.Op, got model.Outcome) {
 	s := r.model()
 	cov := &r.h.Coverage
+	if op.Part.First() {
+		return // counted as split_step; the step is counted by its last part
+	}
 	if got.Kind == model.Waiting {
 		cov.add(CovWaitingStep) // its outcome is counted when the wait ends
 		return

@@ -40,6 +40,9 @@ const (
 	// worker's open claim transaction (wait.go). Never required: a strict
 	// protocol's guard sees the expired lease and never waits.
 	CovWaitingStep = "waiting_step"
+	// CovSplitStep: a multi-statement complete, retry or renew ran in two
+	// parts with other steps between (split.go). Counted, never required.
+	CovSplitStep = "split_step"
 )
 
 // BaseClasses must all be non-zero after a default-budget run of a correct

@@ -34,6 +34,11 @@ func (r *run) drain() {
 			r.exec(model.Op{Kind: end, Worker: w}, func() model.Outcome { return r.runEndTx(w, end) })
 		}
 	}
+	if r.split != nil {
+		// With every claim transaction ended, nothing holds its row; its
+		// worker runs (no step pauses or kills it while a split is open).
+		r.runSplitLast()
+	}
 	r.recoverAll()
 	w := r.workers[0]
 	for i := 0; i <= 3*len(r.model().Rows); i++ {

@@ -27,8 +27,8 @@ const restartOdds = 20
 // both successors and the next read through the harness's own connection
 // decides.
 func (r *run) networkFault(t *rapid.T, replyLost bool) {
-	if r.waiting != nil {
-		t.Skip("a step waits: only its holder's commit, rollback or kill may end the wait")
+	if r.waiting != nil || r.split != nil {
+		t.Skip("a step waits or a split is open: no fault until it ends")
 	}
 	op := r.faultTarget(t)
 	name, class, inject := ActRequestLost, CovRequestLost, r.h.Faults.LoseRequest
@@ -131,8 +131,8 @@ func (r *run) endBackend(w string, backend uint32) {
 // Running workers reconnect at once; a paused one finds its connection
 // broken at its next statement, as it would in production.
 func (r *run) dbRestart(t *rapid.T) {
-	if r.waiting != nil {
-		t.Skip("a step waits: only its holder's commit, rollback or kill may end the wait")
+	if r.waiting != nil || r.split != nil {
+		t.Skip("a step waits or a split is open: no restart until it ends")
 	}
 	if rapid.IntRange(0, restartOdds-1).Draw(t, "restart_now") != restartOdds-1 {
 		t.Skip("restarts are rare")

@@ -102,7 +102,14 @@ func (r *run) runOp(op model.Op) {
 	case model.Commit, model.Rollback:
 		r.exec(op, func() model.Outcome { return r.runEndTx(w, op.Kind) })
 	case model.Complete, model.Retry, model.Renew:
-		r.exec(op, func() model.Outcome { return r.runOutcome(op) })
+		switch {
+		case op.Part.First():
+			r.runSplitFirst(op)
+		case op.Part.Last():
+			r.runSplitLast()
+		default:
+			r.exec(op, func() model.Outcome { return r.runOutcome(op) })
+		}
 	case model.Pause, model.Resume, model.Kill, model.Respawn:
 		r.exec(op, func() model.Outcome { return r.runSignal(w, op.Kind) })
 	case model.Expire, model.MakeDue, model.Age:
@@ -123,6 +130,9 @@ func (r *run) canReplay(op model.Op) error {
 		return fmt.Errorf("no worker %s in this program", w)
 	}
 	s := r.model()
+	if err := r.canReplaySplit(op); err != nil || op.Part.Of > 0 {
+		return err
+	}
 	switch op.Kind {
 	case model.Enqueue:
 		if op.Event != EventName(r.nextEvent) || r.nextEvent >= r.h.Cfg.MaxEvents {

@@ -42,6 +42,9 @@ type run struct {
 	waiting   *model.Op
 	waitOn    string
 	waitEnded [][]model.RowView
+	// split is the split section whose first part ran and whose last has
+	// not (split.go), if any.
+	split *openSplit
 }
 
 func (r *run) model() model.State { return r.states[0] }

@@ -41,7 +41,7 @@ const thenPrefix = "then "
 
 // mayWaitNow reports whether a waiting step may be drawn or replayed now.
 func (r *run) mayWaitNow() bool {
-	return !r.h.Cfg.NoWaitingSteps && r.waiting == nil && !r.faultPending && !r.draining
+	return !r.h.Cfg.NoWaitingSteps && r.waiting == nil && r.split == nil && !r.faultPending && !r.draining
 }
 
 // waitsOn is the worker whose open transaction op would wait on, when op
@@ -70,6 +70,9 @@ func (r *run) waitsOn(op model.Op) string {
 // claim transaction; else it skips. One action rather than two: an action that mostly
 // skips makes rapid likelier to find no valid action in a step.
 func (r *run) race(t *rapid.T) {
+	if r.split != nil {
+		t.Skip("a split is open: the split action steps its race")
+	}
 	if w := r.waitOn; r.waiting != nil {
 		if !r.running(w) {
 			// A paused holder: resumed first. (With the waiting worker
@@ -183,7 +186,9 @@ func (r *run) respawnForRace(t *rapid.T) {
 
 // busy reports whether w (a worker, or the rescuer) has a waiting
 // statement outstanding: it can take no other step until the wait ends.
-func (r *run) busy(w string) bool { return r.waiting != nil && waiterOf(*r.waiting) == w }
+func (r *run) busy(w string) bool {
+	return r.waiting != nil && waiterOf(*r.waiting) == w || r.split != nil && r.split.op.Worker == w
+}
 
 // rescueWaits reports whether the waiting step is a rescue. No claim
 // transaction opens then: a rescue of several statements takes a new

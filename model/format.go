@@ -48,6 +48,9 @@ func (o Op) String() string {
 		fmt.Fprintf(&b, ", gen=%d", o.Gen)
 	}
 	b.WriteString(")")
+	if o.Part.Of > 0 {
+		b.WriteString(" " + o.Part.String())
+	}
 	return b.String()
 }
 
@@ -94,6 +97,23 @@ func ParseStep(line string) (Op, Outcome, error) {
 // ParseOp reads an op written by Op.String.
 func ParseOp(text string) (Op, error) {
 	text = strings.TrimSpace(text)
+	whole, part, err := cutPart(text)
+	if err != nil {
+		return Op{}, err
+	}
+	op, err := parseWholeOp(whole)
+	if err != nil || part.Of == 0 {
+		return op, err
+	}
+	op.Part = part
+	if !op.Splittable() {
+		return Op{}, fmt.Errorf("parse op %q: a %s step cannot be split", text, op.Kind)
+	}
+	return op, nil
+}
+
+// parseWholeOp reads an op without a part mark.
+func parseWholeOp(text string) (Op, error) {
 	head, args, ok := strings.Cut(text, "(")
 	if !ok || !strings.HasSuffix(args, ")") {
 		return Op{}, fmt.Errorf("parse op %q: want [WORKER.]KIND(ARGS)", text)

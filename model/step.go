@@ -13,6 +13,9 @@ func (s State) Step(op Op) []Transition {
 	if s.Precondition(op) != nil {
 		return nil
 	}
+	if op.Part.Of > 0 {
+		return s.stepPart(op)
+	}
 	switch op.Kind {
 	case Enqueue:
 		next := s.clone()
@@ -102,6 +105,9 @@ func (s State) Precondition(op Op) error {
 			return fmt.Errorf("%s has no open claim transaction", op.Worker)
 		}
 	}
+	if op.Part.Of > 0 && !op.Splittable() {
+		return fmt.Errorf("a %s step cannot be split", op.Kind)
+	}
 	if s.Blocks(op) && !s.mayWait(op) {
 		return fmt.Errorf("%s waits for %s's open transaction", op, s.Rows[s.row(op.Event)].LockedBy)
 	}
@@ -112,6 +118,9 @@ func (s State) Precondition(op Op) error {
 // retry or renew goes to its worker's own connection, a rescue to the
 // rescuer's, either of which may wait.
 func (s State) mayWait(op Op) bool {
+	if op.Part.Of > 0 {
+		return false // a split part is sent only to a row nobody else holds
+	}
 	return op.Kind == Complete || op.Kind == Retry || op.Kind == Renew || op.Kind == Rescue
 }
 

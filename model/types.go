@@ -141,6 +141,9 @@ type Op struct {
 	Worker string
 	Event  string
 	Gen    int64
+	// Part is set on the two halves of a complete, retry or renew split at
+	// a statement boundary (split.go); zero for a whole step.
+	Part Part
 }
 
 // OutcomeKind is what a step returned.

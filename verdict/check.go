@@ -175,6 +175,9 @@ func Reproduce(p *sut.Protocol, seed uint64, cfg machine.Config) string {
 	if cfg.NoWaitingSteps {
 		cmd += " --waiting=false"
 	}
+	if cfg.NoSplitSteps {
+		cmd += " --split=false"
+	}
 	return cmd + " " + arg
 }
 

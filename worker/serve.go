@@ -217,6 +217,10 @@ func (a *agent) run(ctx context.Context, req Request) Response {
 			return failure(err, ctx.Err() != nil)
 		}
 		return Response{Applied: ok}
+	case OpSplit:
+		return a.splitFirst(ctx, req)
+	case OpFinish:
+		return a.splitRest(ctx, req)
 	case sut.Rescue:
 		if err := st.Rescue(ctx, q, a.spec.Name); err != nil {
 			return failure(err, ctx.Err() != nil)

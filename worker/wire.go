@@ -45,6 +45,9 @@ type Request struct {
 	Relay *RelayRequest `json:"relay,omitempty"`
 	// Drive is an OpDrive's draws and workload (drive.go).
 	Drive *DriveRequest `json:"drive,omitempty"`
+	// Split is an OpSplit's or OpFinish's section and split point
+	// (split.go).
+	Split *SplitRequest `json:"split,omitempty"`
 }
 
 // WaitTimeout bounds a statement sent with MayWait.

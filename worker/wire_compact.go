@@ -21,7 +21,7 @@ var errCompact = errors.New("malformed compact message")
 
 // encodeRequest is req as one line, its newline included.
 func encodeRequest(req Request) []byte {
-	if req.Relay != nil || req.Drive != nil || !plain(req.Op) || !plain(req.ID) {
+	if req.Relay != nil || req.Drive != nil || req.Split != nil || !plain(req.Op) || !plain(req.ID) {
 		b, _ := json.Marshal(req)
 		return append(b, '\n')
 	}

@@ -33,6 +33,7 @@ type checkFlags struct {
 	shard   shardFlag
 	report  reportFlag
 	waiting bool
+	split   bool
 	broker  brokerFlags // relay mode (broker.go)
 }
 
@@ -49,6 +50,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long to shrink a counterexample: by replay (default 30s), or by rapid's shrinking when it cannot be replayed (default 30s) (docs/verdicts.md)")
 	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
 	fs.BoolVar(&f.waiting, "waiting", true, "let a complete, retry or renew wait behind another worker's open claim transaction, judged when it ends (false: skip such steps) (docs/races.md)")
+	fs.BoolVar(&f.split, "split", true, "run a complete, retry or renew of several statements in two parts, other steps at the statement boundary between (false: run each section whole) (docs/races.md)")
 	addReportFlag(fs, &f.report)
 	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed (docs/libraries.md)")
 	fs.Var(&f.shard, "shard", "K/N: run part K of N of the budget, disjoint seed ranges (needs --seed; docs/nightly.md)")
@@ -103,6 +105,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	cfg.Faults = f.faults
 	cfg.MaxWorkers = f.workers
 	cfg.NoWaitingSteps = !f.waiting
+	cfg.NoSplitSteps = !f.split
 	if cfg.MinWorkers > cfg.MaxWorkers {
 		cfg.MinWorkers = cfg.MaxWorkers
 	}

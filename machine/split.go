@@ -1,0 +1,251 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/sut"
+	"github.com/outboxlab/outboxlab/worker"
+	"pgregory.net/rapid"
+)
+
+// Split steps (model/split.go says what they mean to the model). A
+// complete, retry or renew of several statements is one transaction, but
+// under READ COMMITTED each of its statements sees what others committed
+// since the previous one: a check in one statement and a write by id in
+// the next is a race, however the step is judged when it runs whole. The
+// split action runs the first statements of such a section, leaves its
+// transaction open, lets the other actors step, and then runs the rest:
+//
+//	2. w1.Complete(e1, gen=1) [1/2] -> ok
+//	3. Expire(e1) -> ok
+//	4. w2.Claim() -> claimed e1 gen=2
+//	5. w1.Complete(e1, gen=1) [2/2] -> applied   // model: rejected
+//
+// After the first part the harness asks the server which rows the open
+// transaction locks (sut.ProbeHeld), and the model holds those rows for
+// it: claims skip them, fixtures and other outcomes do not touch them. At
+// most one split is open at a time; while it is, no step waits, no fault
+// is armed and the server does not restart, and the splitting worker takes
+// no other step, so the model knows exactly what ran in between.
+
+// openSplit is the split section in progress.
+type openSplit struct {
+	op      model.Op // the first part's op
+	section string
+}
+
+// splitSections are the outcome kinds whose section has several
+// statements, with their statement counts. None when the expire fixture
+// is not a plain update of the event's own row (a heartbeat in a table of
+// workers, say): the harness could not then tell which rows the first
+// part's locks keep the other steps from, so it does not split.
+func (r *run) splitSections() map[model.Kind]int {
+	out := map[model.Kind]int{}
+	if !r.h.Inst.ProbesRows() {
+		return out
+	}
+	for kind, section := range map[model.Kind]string{model.Complete: sut.Complete, model.Retry: sut.Retry, model.Renew: sut.Renew} {
+		if n := r.h.Inst.Statements.StatementCount(section); n > 1 {
+			out[kind] = n
+		}
+	}
+	return out
+}
+
+// mayStartSplit reports whether a split may begin now.
+func (r *run) mayStartSplit() bool {
+	return r.split == nil && r.waiting == nil && !r.faultPending && !r.draining
+}
+
+// splitAction is the split action: with no split open, the first part of a
+// multi-statement outcome, current or stale; with one open, the step that
+// brings its race closer (the expiry of its row, then another worker's
+// reclaim) or, drawn, its last part.
+func (r *run) splitAction(t *rapid.T) {
+	if r.split != nil {
+		r.advanceSplit(t)
+		return
+	}
+	if !r.mayStartSplit() {
+		t.Skip("a step waits, a fault is armed, or the drain runs")
+	}
+	sections := r.splitSections()
+	s := r.model()
+	var cands []model.Op
+	for _, c := range s.Claims {
+		for kind, n := range sections {
+			op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Part: model.Part{Upto: 1, Of: n}}
+			if r.canSplit(op) == nil {
+				cands = append(cands, op)
+			}
+		}
+	}
+	slices.SortFunc(cands, func(a, b model.Op) int { return strings.Compare(a.String(), b.String()) })
+	op := pick(t, "split", cands)
+	op.Part.Upto = rapid.IntRange(1, op.Part.Of-1).Draw(t, "split_after")
+	r.runSplitFirst(op)
+}
+
+// canSplit says why the first part op cannot run now, or nil.
+func (r *run) canSplit(op model.Op) error {
+	w := op.Worker
+	switch {
+	case !r.mayStartSplit():
+		return fmt.Errorf("a split is open, a step waits, a fault is armed or the drain runs")
+	case r.splitSections()[op.Kind] != op.Part.Of || op.Part.Upto < 1 || op.Part.Upto >= op.Part.Of:
+		return fmt.Errorf("the %s section cannot be split as %s", op.Kind, op.Part)
+	case !slices.Contains(r.model().Claims, model.Claim{Worker: w, Event: op.Event, Gen: op.Gen}):
+		return fmt.Errorf("%s never received that claim", w)
+	case !r.running(w) || r.inTx(w) || r.busy(w) || r.blocks(op):
+		return fmt.Errorf("%s cannot run it now", w)
+	}
+	return nil
+}
+
+// advanceSplit is the split action while a split is open.
+func (r *run) advanceSplit(t *rapid.T) {
+	op := r.split.op
+	s := r.model()
+	e := op.Event
+	i := rowIndex(s, e)
+	if holder := r.holderOf(e); holder != "" {
+		// Another worker's open claim transaction holds the row: the last
+		// part would wait on it, so that transaction ends first (a
+		// paused holder is resumed first).
+		if !r.running(holder) {
+			r.exec(model.Op{Kind: model.Resume, Worker: holder}, func() model.Outcome { return r.runSignal(holder, model.Resume) })
+			return
+		}
+		r.exec(model.Op{Kind: model.Commit, Worker: holder}, func() model.Outcome { return r.runEndTx(holder, model.Commit) })
+		return
+	}
+	if rapid.Bool().Draw(t, "split_finish") {
+		r.runSplitLast()
+		return
+	}
+	expire := model.Op{Kind: model.Expire, Event: e}
+	if i < 0 || r.blocks(expire) || s.Rows[i].Status != model.InProgress {
+		r.runSplitLast() // its row is held (by the split, or maybe), or no claim can take it
+		return
+	}
+	if s.Rows[i].LeaseLive {
+		r.exec(expire, func() model.Outcome { return r.runFixture(model.Expire, e) })
+		return
+	}
+	others := r.workersWhere(func(w string) bool { return w != op.Worker && r.running(w) && !r.inTx(w) })
+	if len(others) == 0 {
+		r.runSplitLast()
+		return
+	}
+	w := pick(t, "worker", others)
+	r.exec(model.Op{Kind: model.ClaimOp, Worker: w}, func() model.Outcome { return r.runClaim(w, model.ClaimOp) })
+}
+
+// holderOf is the worker whose open claim transaction holds e's row in
+// some model state, other than the split's own worker; "" when none does.
+func (r *run) holderOf(e string) string {
+	for _, s := range r.states {
+		if i := rowIndex(s, e); i >= 0 && s.Rows[i].LockedBy != "" && s.Rows[i].LockedBy != r.split.op.Worker {
+			return s.Rows[i].LockedBy
+		}
+	}
+	return ""
+}
+
+// runSplitFirst runs op's first part and holds the rows it locked.
+func (r *run) runSplitFirst(op model.Op) {
+	section := strings.ToLower(string(op.Kind))
+	req := r.outcomeRequest(op.Whole())
+	req.Op, req.Split = worker.OpSplit, &worker.SplitRequest{Section: section, Upto: op.Part.Upto}
+	r.exec(op, func() model.Outcome {
+		_, unknown := r.request(op.Worker, req, op)
+		return okOrUnknown(unknown)
+	})
+	r.split = &openSplit{op: op, section: section}
+	r.holdSplitRows()
+	r.h.Coverage.add(CovSplitStep)
+}
+
+// runSplitLast runs the open split's last part: the rest of its
+// statements, then the commit, judged as the whole step.
+func (r *run) runSplitLast() {
+	first := r.split.op
+	op := first
+	op.Part.Upto = op.Part.Of
+	req := r.outcomeRequest(first.Whole())
+	req.Op, req.Split = worker.OpFinish, &worker.SplitRequest{Section: r.split.section, Upto: first.Part.Upto}
+	r.split = nil
+	r.exec(op, func() model.Outcome { return r.outcomeOf(r.request(op.Worker, req, op)) })
+}
+
+// holdSplitRows asks the server which rows the open split's transaction
+// locks and has the model hold them. A row the probe cannot tell about
+// (its fixture's WHERE matched nothing) may be held or not: the model
+// keeps both, and the next claim's answer decides. (A foreign key check's
+// KEY SHARE lock is one: a claim's FOR UPDATE skips the row, a fixture's
+// UPDATE does not wait for it.)
+func (r *run) holdSplitRows() {
+	holder := r.split.op.Worker
+	var held, maybe []string
+	for _, row := range r.model().Rows {
+		fixture := sut.Expire
+		if row.Status == model.Ready {
+			fixture = sut.Due
+		}
+		if row.LockedBy != "" {
+			continue // another transaction's lock: the split cannot hold it too
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var lock sut.RowLock
+		var err error
+		r.h.timed(func() { lock, err = r.h.Inst.ProbeRow(ctx, fixture, r.ids[row.Event]) })
+		cancel()
+		switch {
+		case err != nil:
+			r.t.Fatalf("harness: probing %s's lock after %v: %v", row.Event, r.split.op, err)
+		case lock == sut.RowHeld:
+			held = append(held, row.Event)
+		case lock == sut.RowMaybe:
+			maybe = append(maybe, row.Event)
+		}
+	}
+	var next []model.State
+	for _, s := range r.states {
+		s = s.Hold(holder, held)
+		next = append(next, s)
+		for _, e := range maybe {
+			next = append(next, s.Hold(holder, []string{e}))
+		}
+	}
+	r.states = next
+}
+
+// canReplaySplit holds a replayed step to what may run while a split is
+// open, and a part to the split it belongs to.
+func (r *run) canReplaySplit(op model.Op) error {
+	switch {
+	case op.Part.First():
+		if err := r.canSplit(op); err != nil {
+			return err
+		}
+	case op.Part.Last():
+		if r.split == nil || r.split.op.Whole() != op.Whole() || r.split.op.Part.Of != op.Part.Of {
+			return fmt.Errorf("no split %v is open", op.Whole())
+		}
+	case r.split != nil && (op.Kind == model.Restart || op.Kind == model.Rescue):
+		return fmt.Errorf("a split is open: no %s", op.Kind)
+	default:
+		return nil
+	}
+	for _, st := range r.states {
+		if err := st.Precondition(op); err != nil {
+			return err
+		}
+	}
+	return nil
+}

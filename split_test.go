@@ -1,0 +1,98 @@
+package outboxlab
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/search"
+)
+
+// The split mutants (testdata/mutants/split_*.sql) check ownership in the
+// first statement of a two-statement complete, retry or renew without a
+// lock, and write by id in the second: a check-then-act inside one READ
+// COMMITTED transaction. Run whole, such a section is correct; only a step
+// split at its statement boundary, with the lease expiring (and a reclaim)
+// in between, shows the race. Their twins with FOR UPDATE on the check
+// (testdata/correct/two_statement_*.sql) pass.
+
+// isSplit reports whether m is one of the split mutants.
+func isSplit(m protocolFile) bool { return strings.HasPrefix(m.name, "split_") }
+
+// maxSplitSteps is the longest a split mutant's counterexample may be:
+// the issue's bound, for a claim, the first part, the expiry, a reclaim
+// and the last part with room to spare.
+const maxSplitSteps = 8
+
+// checkSplitCatch holds a split mutant's counterexample (TestMutantsCaught)
+// to what it must show: a split step, in at most maxSplitSteps steps.
+func checkSplitCatch(t *testing.T, m protocolFile, r measured) {
+	t.Helper()
+	program := strings.Join(r.program, "\n")
+	if !strings.Contains(program, " [1/") || !strings.Contains(program, " [2/") {
+		t.Errorf("the split mutant %s was caught without a split step:\n%s", m.name, program)
+	}
+	if r.steps > maxSplitSteps {
+		t.Errorf("the split mutant %s was caught in %d steps, want at most %d:\n%s", m.name, r.steps, maxSplitSteps, program)
+	}
+}
+
+// TestSplitMutantsNeedSplitSteps: the machine that runs every section
+// whole (`outboxlab check --split=false`) misses each split mutant, and so
+// do the six scenarios; TestMutantsCaught catches them with split steps.
+func TestSplitMutantsNeedSplitSteps(t *testing.T) {
+	honestSearch(t)
+	for _, name := range []string{"split_complete_check_then_act", "split_retry_check_then_act", "split_renew_check_then_act"} {
+		m := protocolFileNamed(t, mutantDir, name)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if fails := failedScenarios(t, m.path); len(fails) > 0 {
+				t.Errorf("the six scenarios catch %s (%v): it no longer needs a split step", name, fails)
+			}
+			cfg := mutantConfig()
+			cfg.NoSplitSteps = true
+			h := harness(t, m.path, cfg)
+			if c := search.Measure(t.Name(), h, h.Check); c.Caught {
+				t.Errorf("without split steps the machine still catches %s: %v\n%s", name, c.Failure, strings.Join(c.Program, "\n"))
+			}
+			if n := h.Coverage.Counts()[machine.CovSplitStep]; n != 0 {
+				t.Errorf("with split steps off the machine took %d", n)
+			}
+		})
+	}
+}
+
+// TestSplitReplays: a printed program with a split step replays to the
+// same violation, and one whose last part has lost its first (as a
+// shrinker's candidate may) is refused, not run.
+func TestSplitReplays(t *testing.T) {
+	h := harness(t, "testdata/mutants/split_complete_check_then_act.sql", mutantConfig())
+	lines := []string{
+		"setup: 2 workers (w1 w2), events e1",
+		"  1. w1.Claim() -> claimed e1 gen=1",
+		"  2. w1.Complete(e1, gen=1) [1/2] -> ok",
+		"  3. Expire(e1) -> ok",
+		"  4. w2.Claim() -> claimed e1 gen=2",
+		"  5. w1.Complete(e1, gen=1) [2/2] -> applied",
+	}
+	p, err := machine.ParseProgram(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := h.Replay(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v == nil || v.Rule != "stale owner's complete applied" {
+		t.Fatalf("replay: violation %v, want stale owner's complete applied\n%s", v, strings.Join(h.Program(), "\n"))
+	}
+	orphan := p
+	orphan.Steps = append(orphan.Steps[:1:1], orphan.Steps[2:]...)
+	if _, err := h.Replay(orphan); err == nil || !strings.Contains(err.Error(), "no split") {
+		t.Errorf("a last part without its first replayed: err %v", err)
+	}
+	if got := p.Steps[1].Op.Part; got != (model.Part{Upto: 1, Of: 2}) {
+		t.Errorf("parsed part %+v, want [1/2]", got)
+	}
+}
