@@ -101,7 +101,9 @@ func (r *run) canSplit(op model.Op) error {
 		return fmt.Errorf("the %s section cannot be split as %s", op.Kind, op.Part)
 	case !slices.Contains(r.model().Claims, model.Claim{Worker: w, Event: op.Event, Gen: op.Gen}):
 		return fmt.Errorf("%s never received that claim", w)
-	case !r.running(w) || r.inTx(w) || r.busy(w) || r.blocks(op):
+	case !r.running(w) || r.inTx(w) || r.busy(w) || r.blocks(op) || r.h.pool.Stale(w):
+		// (A connection a restart broke while w was paused answers the
+		// first part with an error: the split would be lost at once.)
 		return fmt.Errorf("%s cannot run it now", w)
 	}
 	return nil
@@ -162,10 +164,12 @@ func (r *run) runSplitFirst(op model.Op) {
 	section := strings.ToLower(string(op.Kind))
 	req := r.outcomeRequest(op.Whole())
 	req.Op, req.Split = worker.OpSplit, &worker.SplitRequest{Section: section, Upto: op.Part.Upto}
-	r.exec(op, func() model.Outcome {
+	if got := r.exec(op, func() model.Outcome {
 		_, unknown := r.request(op.Worker, req, op)
 		return okOrUnknown(unknown)
-	})
+	}); got.Kind == model.Unknown {
+		return // its transaction went with the connection: no split is open
+	}
 	r.split = &openSplit{op: op, section: section}
 	r.holdSplitRows()
 	r.h.Coverage.add(CovSplitStep)

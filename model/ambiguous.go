@@ -21,6 +21,11 @@ func (s State) Ambiguous(op Op) []State {
 	if s.Precondition(op) != nil {
 		return nil
 	}
+	if op.Part.First() {
+		// Nothing of a first part commits: lost with its connection, its
+		// transaction rolled back.
+		return []State{s.clone()}
+	}
 	switch op.Kind {
 	case ClaimOp:
 		states := []State{s.clone()}
