@@ -1,4 +1,4 @@
--- Fixed: good_job (testdata/libraries/good_job.sql) with complete fenced to its claim: perform's end save! also requires locked_by_id = the claim's process and executions_count = @generation. With retry fenced the same way: the retry_on decision row is read only while the claim still holds the job (same guard, FOR NO KEY UPDATE), so both of its saves apply only then. With retry_on's attempt count taken from executions_count (every claimed execution, interrupted ones too) instead of serialized_params' executions. With Process.cleanup discarding (finished_at, error, error_event retry_stopped) an exhausted job (executions_count >= 2) it unlocks instead of returning it to the queue. With renew (the heartbeat) reporting applied only while the job is still locked by the claim's process at @generation.
+-- Fixed: good_job (testdata/libraries/good_job.sql) with complete fenced to its claim: perform's end save! also requires locked_by_id = the claim's process and executions_count = @generation. With retry fenced the same way: the retry_on decision row is read only while the claim still holds the job (same guard, FOR NO KEY UPDATE), so both of its saves apply only then. With retry_on's attempt count taken from executions_count (every claimed execution, interrupted ones too) instead of serialized_params' executions. With Process.cleanup discarding (finished_at, error, error_event retry_stopped) an exhausted job (executions_count >= 2) it unlocks instead of returning it to the queue. With renew (the heartbeat) reporting applied only while the job is still locked by the claim's process at @generation. With Process.cleanup locking the inactive processes it reads (FOR UPDATE), so a heartbeat between its read and its unlock of their jobs either keeps the process out of the cleanup or waits for it.
 -- Library: good_job (Ruby on Rails Active Job backend on PostgreSQL: good_jobs table, lock_strategy :skiplocked)
 -- Repository: https://github.com/bensheldon/good_job
 -- Commit: 81db22b7cfde2579b2d735e076fa6eaacc65affa ("Release good_job v4.19.2")
@@ -107,6 +107,13 @@
 --   attempt_budget (an abandoned last attempt is DEAD after the next rescue instead of READY for a 3rd claim).
 -- Fix: renew returns applied = EXISTS(job still locked by the claim's process at @generation) instead of true: restores fencing and
 --   terminal for renew (a heartbeat of a rescued, reclaimed or finished claim is reported refused).
+-- Fix: rescue (Process.cleanup) reads its inactive processes FOR UPDATE: restores one_live_owner and fencing under concurrency
+--   (issue 27). Cleanup reads the inactive processes in one statement and unlocks their jobs by locked_by_id in the next; a heartbeat
+--   (renew) that committed between the two made the process live again, reported applied, and its job was unlocked anyway and
+--   claimed by another worker (or discarded). With the lock, a heartbeat that comes first makes the read skip the process
+--   (PostgreSQL re-checks updated_at on the locked row version), and one that comes later waits for the cleanup's commit and then
+--   finds its job unlocked (renew's EXISTS, a statement of its own, sees it and reports refused). Found by `outboxlab check
+--   --concurrent` (not linearizable: a Renew applied while a Rescue ran, the row released afterwards; 4 runs of 5).
 -- outboxlab: order=any
 -- outboxlab: lease=4m30s
 -- outboxlab: policy=lenient
@@ -272,7 +279,8 @@ SELECT EXISTS (
 CREATE TEMP TABLE inactive_processes ON COMMIT DROP AS
 SELECT "good_job_processes"."id" FROM "good_job_processes"
 WHERE "good_job_processes"."lock_type" IS NULL
-  AND "good_job_processes"."updated_at" < timezone('UTC', now()) - interval '5 minutes';
+  AND "good_job_processes"."updated_at" < timezone('UTC', now()) - interval '5 minutes'
+FOR UPDATE;
 
 UPDATE "good_jobs" SET "locked_by_id" = NULL, "locked_at" = NULL,
     "error" = CASE WHEN "executions_count" >= 2

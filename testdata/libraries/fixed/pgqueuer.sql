@@ -1,4 +1,4 @@
--- Fixed: pgqueuer (testdata/libraries/pgqueuer.sql) with five changes: The dequeue raises attempts on every pick (and no longer the retry) and returns it as generation, so attempts counts claims, abandoned ones too, and is the claim's fencing token (state returns it as generation). complete, retry and renew apply only to the claim's own row: status = 'picked' AND attempts = @generation. The retry decision moves with the counter: retry while attempts < 2, hold as 'failed' at attempts >= 2 (the same DatabaseRetryEntrypointExecutor(max_attempts=1)). The dequeue no longer re-picks a stale job whose last attempt was abandoned (attempts >= 2) and holds it as 'failed' instead (on_failure='hold'), with its log row. The dequeue locks only the rows it takes: next_queued and next_stale become unlocked candidate lists and eligible takes its LIMIT with FOR UPDATE SKIP LOCKED.
+-- Fixed: pgqueuer (testdata/libraries/pgqueuer.sql) with six changes: The dequeue raises attempts on every pick (and no longer the retry) and returns it as generation, so attempts counts claims, abandoned ones too, and is the claim's fencing token (state returns it as generation). complete, retry and renew apply only to the claim's own row: status = 'picked' AND attempts = @generation. The retry decision moves with the counter: retry while attempts < 2, hold as 'failed' at attempts >= 2 (the same DatabaseRetryEntrypointExecutor(max_attempts=1)). The dequeue no longer re-picks a stale job whose last attempt was abandoned (attempts >= 2) and holds it as 'failed' instead (on_failure='hold'), with its log row. The dequeue locks only the rows it takes: next_queued and next_stale become unlocked candidate lists and eligible takes its LIMIT with FOR UPDATE SKIP LOCKED. Its locking SELECT (eligible) repeats the candidates' predicates, so that FOR UPDATE re-checks them on a row another dequeue took meanwhile.
 -- Library: pgqueuer (Python job queue on PostgreSQL: one queue table, heartbeat-based re-pick, a log table)
 -- Repository: https://github.com/janbjorge/pgqueuer
 -- Commit: 12b99d9993589a5e6b62c349e2a750a8650847e1 (2026-08-22; git describe: v1.3.2-13-g12b99d9, 13 commits after tag v1.3.2)
@@ -86,6 +86,12 @@
 --   next_stale's LIMIT 3 dropped (the lateral keeps LIMIT a.remaining, the concurrency limit): restores no_stranded_row (a claim inside an
 --   open transaction no longer hides stale rows it did not take from other claims). The library's own dequeue has this lock pattern;
 --   the check found it once (1)-(4) were in place.
+-- Fix: (6) dequeue: eligible's own WHERE repeats the candidates' predicates (status 'queued', or 'picked' with a stale heartbeat
+--   and attempts < 2; execute_after < NOW()): restores one_live_owner under concurrency (issue 27). Fix (5) had left them only in
+--   the unlocked candidate CTEs, read in the statement's snapshot, and eligible's FOR UPDATE SKIP LOCKED re-checked nothing but the
+--   id: a row that another dequeue picked and committed after this one's snapshot was locked on its new version and picked a second
+--   time, on a live heartbeat (`outboxlab check --concurrent`: two overlapping claims returned the same rows, gen=1 and gen=2;
+--   5 runs of 5). The library's own dequeue locks in next_queued/next_stale, whose WHERE holds the predicates, and has no such race.
 -- outboxlab: order=fifo
 -- outboxlab: batch=3
 -- outboxlab: lease=30s
@@ -232,13 +238,17 @@ next_stale AS (
     ORDER BY q.priority DESC, q.id ASC
 ),
 eligible AS (
-    -- lock only the rows this dequeue takes (candidates above unlocked and unlimited)
+    -- lock only the rows this dequeue takes (candidates above unlocked and unlimited); their predicates
+    -- repeated here, where FOR UPDATE re-checks them on a row another dequeue took since the snapshot
     SELECT q.id FROM pgqueuer q
     WHERE q.id IN (
         SELECT id FROM next_queued
         UNION ALL
         SELECT id FROM next_stale
     )
+      AND q.execute_after < NOW()
+      AND (q.status = 'queued'
+           OR (q.status = 'picked' AND q.heartbeat < NOW() - interval '30 seconds' AND q.attempts < 2))
     ORDER BY q.priority DESC, q.id ASC
     LIMIT GREATEST(LEAST(3, COALESCE(9223372036854775807::BIGINT - (SELECT total FROM worker_load), 3)), 0)
     FOR UPDATE OF q SKIP LOCKED

@@ -1,4 +1,4 @@
--- Fixed: procrastinate (testdata/libraries/procrastinate.sql) with two changes: complete and both retry branches also require the job's worker_id to be the claim's own worker (the handle's second part), and complete and retry's failed branch require status = 'doing' (no longer also 'todo'). The stalled-jobs rescue first finishes as 'failed' a stalled job whose run was its last attempt (attempts >= 1) and retries only the others (attempts < 1).
+-- Fixed: procrastinate (testdata/libraries/procrastinate.sql) with three changes: complete and both retry branches also require the job's worker_id to be the claim's own worker (the handle's second part), and complete and retry's failed branch require status = 'doing' (no longer also 'todo'). The stalled-jobs rescue first finishes as 'failed' a stalled job whose run was its last attempt (attempts >= 1) and retries only the others (attempts < 1). The stalled-jobs rescue locks the stalled workers it reads (FOR UPDATE) and retries a job only while its worker is still the stalled one, and the heartbeat's applied check is a statement of its own, so a heartbeat between the rescue's read and its retry either keeps its worker out of the rescue or waits for it and reports refused.
 -- Library: procrastinate (Python task queue on PostgreSQL: jobs table, plpgsql fetch/finish/retry functions, worker heartbeats)
 -- Repository: https://github.com/procrastinate-org/procrastinate
 -- Commit: f099a753730d5492bdebdc1c1f2796ffa5cf5671 (2026-06-27; git describe: 3.9.0-11-gf099a753, i.e. 11 commits after tag 3.9.0)
@@ -89,6 +89,16 @@
 --   newer claim, nor to a job the rescue or a retry put back to 'todo').
 -- Fix: (2) rescue: an extra UPDATE (finish_job 'failed') for stalled jobs with attempts >= 1, and the retry UPDATE limited to attempts < 1:
 --   restores attempt_budget (an abandoned last attempt goes DEAD at the next rescue, as the worker's RetryStrategy would decide).
+-- Fix: (3) rescue: stalled_workers is read FOR UPDATE (MATERIALIZED, so the lock is taken where the heartbeat is tested), and both
+--   UPDATEs also require the job's worker_id to be the one the stalled read saw; renew's heartbeat and its applied check become two
+--   statements: restores one_live_owner and fencing under concurrency (issue 27). The stalled read and the retry are two statements
+--   (in the library, two transactions); a heartbeat that committed between them revived the worker and reported applied, and its job
+--   was put back to 'todo' anyway and fetched by another worker. With the lock, a heartbeat that comes first makes the read skip the
+--   worker (PostgreSQL re-checks last_heartbeat on the locked row version), and one that comes later waits for the rescue's commit;
+--   its check, now a statement with a snapshot of its own, then finds the job retried and reports refused (in one statement it read
+--   the job from a snapshot taken before the wait). The worker_id re-check keeps the UPDATEs off a job retried and fetched by another
+--   worker between the rescue's statements. Found by `outboxlab check --concurrent` (not linearizable: a Renew applied while a Rescue
+--   ran, and the job claimed again on its live heartbeat).
 -- outboxlab: order=fifo
 -- outboxlab: lease=30s
 -- outboxlab: max_attempts=2
@@ -289,24 +299,25 @@ UNION ALL
 SELECT id FROM retried
 
 -- name: renew
-WITH heartbeat AS (
-    UPDATE procrastinate_workers
-    SET last_heartbeat = NOW()
-    WHERE id = split_part(@id::text, ':', 2)::bigint
-    RETURNING id
-)
+UPDATE procrastinate_workers
+SET last_heartbeat = NOW()
+WHERE id = split_part(@id::text, ':', 2)::bigint;
+
+-- observed in a statement of its own: a snapshot taken after the heartbeat (and after any rescue it waited for)
 SELECT EXISTS (
-    SELECT 1 FROM heartbeat AS h
+    SELECT 1 FROM procrastinate_workers AS h
     JOIN procrastinate_jobs AS j ON j.worker_id = h.id
-    WHERE j.id = split_part(@id::text, ':', 1)::bigint AND j.status = 'doing'
+    WHERE h.id = split_part(@id::text, ':', 2)::bigint
+      AND j.id = split_part(@id::text, ':', 1)::bigint AND j.status = 'doing'
 ) AS applied
 
 -- name: rescue
 CREATE TEMP TABLE stalled_jobs ON COMMIT DROP AS
-WITH stalled_workers AS (
+WITH stalled_workers AS MATERIALIZED (
    SELECT id
      FROM procrastinate_workers
     WHERE last_heartbeat < NOW() - (30 || ' SECOND')::INTERVAL
+   FOR UPDATE
 )
 SELECT job.id, status, task_name, priority, lock, queueing_lock,
        args, scheduled_at, queue_name, attempts, job.worker_id
@@ -324,6 +335,7 @@ SET status = 'failed',
     attempts = procrastinate_jobs.attempts + 1
 FROM stalled_jobs AS s
 WHERE procrastinate_jobs.id = s.id AND procrastinate_jobs.status = 'doing'
+  AND procrastinate_jobs.worker_id IS NOT DISTINCT FROM s.worker_id
   AND procrastinate_jobs.attempts >= 1;
 
 UPDATE procrastinate_jobs
@@ -335,6 +347,7 @@ SET status = 'todo'::procrastinate_job_status,
     lock = COALESCE(NULL, procrastinate_jobs.lock)
 FROM stalled_jobs AS s
 WHERE procrastinate_jobs.id = s.id AND procrastinate_jobs.status IN ('doing', 'failed')
+  AND procrastinate_jobs.worker_id IS NOT DISTINCT FROM s.worker_id
   AND procrastinate_jobs.attempts < 1
 RETURNING procrastinate_jobs.id;
 

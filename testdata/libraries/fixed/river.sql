@@ -1,4 +1,4 @@
--- Fixed: river (testdata/libraries/river.sql) with JobSetStateIfRunningMany (complete and retry) fenced on the fetched attempt: the UPDATE's WHERE also requires river_job.attempt = @generation, so an outcome applies only to the attempt that fetched the job.
+-- Fixed: river (testdata/libraries/river.sql) with JobSetStateIfRunningMany (complete and retry) fenced on the fetched attempt: the UPDATE's WHERE also requires river_job.attempt = @generation, so an outcome applies only to the attempt that fetched the job. And JobRescueMany re-checks state = 'running' and the stuck horizon in its own WHERE (River's fix at #1302), so a job finished or fetched again between JobGetStuck and JobRescueMany is left alone.
 -- Library: River (Go job queue on PostgreSQL: river_job table, FOR UPDATE SKIP LOCKED fetch, maintenance rescuer)
 -- Repository: https://github.com/riverqueue/river
 -- Commit: fdf6cdf12567a5b70c003f5ff850273f09e7efcf (2 commits after tag v0.43.0, "Make jobs cancelled due to a soft stop immediately available (#1290)")
@@ -70,6 +70,15 @@
 --     running -> INPROGRESS; completed -> SENT; discarded, cancelled -> DEAD.
 --   - lease_expired for running rows: attempted_at < now() - 1 hour, JobGetStuck's own test.
 -- Fix: complete and retry (JobSetStateIfRunningMany's `updated` CTE) add `AND river_job.attempt = @generation::int` to the WHERE, restoring fencing (a stale owner's complete/retry no longer applies to a newer attempt) and with it attempt_budget (a stale retry computed its discard decision from its old attempt and sent an exhausted job back to retryable).
+-- Fix: rescue (JobRescueMany) adds `AND river_job.state = 'running' AND river_job.attempted_at < (now() - interval '1 hour')` to its
+--   UPDATE's WHERE, which matched by id only: restores terminal and fencing under concurrency (issue 27). JobGetStuck's rows are read
+--   by one statement and rewritten by the next; a complete, a retry or a reclaim that commits between the two (or that holds the row
+--   while JobRescueMany waits for it) was overwritten with the rescue's decision: a finished job back to retryable or discarded, a
+--   fresh attempt rescued. With the re-check in the UPDATE's own WHERE, the new snapshot (or, after a lock wait, PostgreSQL's
+--   re-evaluation of that WHERE on the new row version) leaves such a row alone. This is River's own fix (issue #1302, PR #1373:
+--   "require jobs to still be running with attempted_at before the original rescue horizon"); now() is the rescue transaction's start,
+--   the same horizon JobGetStuck used. Found by `outboxlab check --concurrent` (not linearizable: a Complete applied while a Rescue
+--   ran, the row READY or DEAD afterwards, 5 runs of 5 and the issue's seeds).
 -- outboxlab: order=any
 -- outboxlab: batch=2
 -- outboxlab: lease=1h
@@ -374,7 +383,10 @@ FROM (
         state::river_job_state AS state
     FROM rescuer_stuck
 ) AS updated_job
-WHERE river_job.id = updated_job.id;
+WHERE river_job.id = updated_job.id
+  -- re-checked on the row the UPDATE writes (River's fix, #1302/#1373): still running, still past the horizon
+  AND river_job.state = 'running'
+  AND river_job.attempted_at < (now() - interval '1 hour')::timestamptz;
 
 -- name: state
 SELECT id, event_id,
