@@ -192,6 +192,11 @@ func overlappingRows(ops []porcupine.Operation, i int, buries bool) []string {
 		switch in.Op.Kind {
 		case model.Complete, model.Retry, model.Renew, model.Expire, model.MakeDue, model.Age:
 			add(in.Op.Event)
+		case model.Enqueue:
+			// A row inserted while the claim ran: its snapshot may predate
+			// the insert, or its now() (a Begin's, the transaction's
+			// start) the row's due time. Either way it may leave it out.
+			add(in.Op.Event)
 		case model.ClaimOp, model.Begin:
 			if buries || out.Out.Kind == model.Unknown {
 				return []string{"*"}
