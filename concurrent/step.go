@@ -41,6 +41,9 @@ func Steps(s model.State, in Input, out Output, hasGen bool) []model.State {
 			return []model.State{s}
 		}
 	case model.Complete, model.Retry, model.Renew, model.Expire, model.MakeDue, model.Age:
+		if !hasGen {
+			op = countedClaim(s, op)
+		}
 		if s.Blocks(op) {
 			return noOpWhileLocked(s, op, out)
 		}
@@ -181,3 +184,34 @@ func subsets(events []string) [][]string {
 // maxSkippable bounds the rows a claim may have skipped for concurrent
 // statements: histories have a handful of events.
 const maxSkippable = 6
+
+// countedClaim is op sent to the claim its worker received. A protocol
+// without a generation is sent the driver's count of the claims of the row
+// it saw acknowledged (worker/drive.go); a claim, or a claim transaction's
+// commit, whose reply was lost and which did commit is not counted, so the
+// count falls short of the model's generation by one per such claim. Such
+// a protocol fences by the handle its claim returned (a per-claim id), not
+// by the count: when the worker holds no claim of the row at the count, op
+// is the worker's next claim of the row above it, the one the count stood
+// for. (Issue 27: fixed/procrastinate.sql and fixed/solid_queue.sql.)
+func countedClaim(s model.State, op model.Op) model.Op {
+	if op.Kind != model.Complete && op.Kind != model.Retry && op.Kind != model.Renew {
+		return op
+	}
+	mine := func(gen int64) bool {
+		return slices.Contains(s.Claims, model.Claim{Worker: op.Worker, Event: op.Event, Gen: gen})
+	}
+	if mine(op.Gen) {
+		return op
+	}
+	best := int64(-1)
+	for _, c := range s.Claims {
+		if c.Worker == op.Worker && c.Event == op.Event && c.Gen > op.Gen && (best < 0 || c.Gen < best) {
+			best = c.Gen
+		}
+	}
+	if best > 0 {
+		op.Gen = best
+	}
+	return op
+}

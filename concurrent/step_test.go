@@ -164,3 +164,32 @@ func TestClaimMayLeaveOutAnEnqueueItOverlapped(t *testing.T) {
 		t.Error("a claim that left out a due row enqueued before it started linearizes")
 	}
 }
+
+// TestCountShortAfterALostClaim is the history of fixed/procrastinate.sql's
+// false failures (issue 27, seed 7287699291469023): for a protocol without
+// a generation the driver sends its count of the claims it saw, and a lost
+// claim reply that did commit leaves it one short. w1's complete of its
+// second claim, sent as gen=1 while the model's row is at 2, applies, as the
+// protocol's per-claim handle lets it. It linearizes (countedClaim); the
+// same complete from a worker that holds no claim of the row does not.
+func TestCountShortAfterALostClaim(t *testing.T) {
+	fifo := model.Policy{Order: model.FIFO}
+	history := func(completer string) []porcupine.Operation {
+		read := porcupine.Operation{ClientId: 9, Call: 82, Return: 83, Input: Input{Observe: true},
+			Output: Output{Rows: []model.RowView{{Event: "e1", Status: model.InProgress, LeaseHeld: true, LeaseExpired: true}}}}
+		return []porcupine.Operation{
+			op(0, 0, 70, model.Op{Kind: model.ClaimOp, Worker: "w1"}, unknown),
+			op(2, 80, 81, model.Op{Kind: model.Expire, Event: "e1"}, ok),
+			read,
+			op(0, 184, 202, model.Op{Kind: model.ClaimOp, Worker: "w1"}, claimed("e1", 1)),
+			op(1, 190, 191, model.Op{Kind: model.ClaimOp, Worker: "w2"}, empty),
+			op(0, 202, 203, model.Op{Kind: model.Complete, Worker: completer, Event: "e1", Gen: 1}, applied),
+		}
+	}
+	if !porcupine.CheckOperations(Model(fifo, []string{"e1"}, false), history("w1")) {
+		t.Error("the complete of w1's second claim, sent with the short count, does not linearize")
+	}
+	if porcupine.CheckOperations(Model(fifo, []string{"e1"}, false), history("w2")) {
+		t.Error("a complete applied for a worker that holds no claim of the row linearizes")
+	}
+}
