@@ -41,12 +41,21 @@ func Steps(s model.State, in Input, out Output, hasGen bool) []model.State {
 			return []model.State{s}
 		}
 	case model.Complete, model.Retry, model.Renew, model.Expire, model.MakeDue, model.Age:
-		if !hasGen {
-			op = countedClaim(s, op)
+		steps := outcomeSteps(s, op, out, hasGen)
+		if alt := countedClaim(s, op); !hasGen && alt != op {
+			// A protocol that fences by the count refuses the short count;
+			// one that fences by its claim's handle applies it to that claim.
+			steps = append(steps, outcomeSteps(s, alt, out, hasGen)...)
 		}
-		if s.Blocks(op) {
-			return noOpWhileLocked(s, op, out)
-		}
+		return steps
+	}
+	return matching(s, op, out, hasGen)
+}
+
+// outcomeSteps is Steps for an outcome or a fixture.
+func outcomeSteps(s model.State, op model.Op, out Output, hasGen bool) []model.State {
+	if s.Blocks(op) {
+		return noOpWhileLocked(s, op, out)
 	}
 	return matching(s, op, out, hasGen)
 }
@@ -192,8 +201,10 @@ const maxSkippable = 6
 // count falls short of the model's generation by one per such claim. Such
 // a protocol fences by the handle its claim returned (a per-claim id), not
 // by the count: when the worker holds no claim of the row at the count, op
-// is the worker's next claim of the row above it, the one the count stood
-// for. (Issue 27: fixed/procrastinate.sql and fixed/solid_queue.sql.)
+// may be the worker's next claim of the row above it, the one the count
+// stood for (Steps allows that and op as sent: a protocol that fences by
+// the count, as testdata/correct/jobs_lease.sql does, refuses it). Issue
+// 27: fixed/procrastinate.sql and fixed/solid_queue.sql.
 func countedClaim(s model.State, op model.Op) model.Op {
 	if op.Kind != model.Complete && op.Kind != model.Retry && op.Kind != model.Renew {
 		return op

@@ -170,8 +170,9 @@ func TestClaimMayLeaveOutAnEnqueueItOverlapped(t *testing.T) {
 // a generation the driver sends its count of the claims it saw, and a lost
 // claim reply that did commit leaves it one short. w1's complete of its
 // second claim, sent as gen=1 while the model's row is at 2, applies, as the
-// protocol's per-claim handle lets it. It linearizes (countedClaim); the
-// same complete from a worker that holds no claim of the row does not.
+// protocol's per-claim handle lets it. It linearizes (countedClaim), and so
+// does the same complete refused (a protocol that fences by the count); a
+// complete applied for a worker that holds no claim of the row does not.
 func TestCountShortAfterALostClaim(t *testing.T) {
 	fifo := model.Policy{Order: model.FIFO}
 	history := func(completer string) []porcupine.Operation {
@@ -188,6 +189,11 @@ func TestCountShortAfterALostClaim(t *testing.T) {
 	}
 	if !porcupine.CheckOperations(Model(fifo, []string{"e1"}, false), history("w1")) {
 		t.Error("the complete of w1's second claim, sent with the short count, does not linearize")
+	}
+	refused := history("w1")
+	refused[5].Output = Output{Out: model.Outcome{Kind: model.Rejected}}
+	if !porcupine.CheckOperations(Model(fifo, []string{"e1"}, false), refused) {
+		t.Error("the same complete refused, as a protocol that fences by the count refuses it, does not linearize")
 	}
 	if porcupine.CheckOperations(Model(fifo, []string{"e1"}, false), history("w2")) {
 		t.Error("a complete applied for a worker that holds no claim of the row linearizes")

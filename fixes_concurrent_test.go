@@ -1,0 +1,74 @@
+package outboxlab
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/outboxlab/concurrent"
+	"github.com/outboxlab/outboxlab/pgserver"
+)
+
+// TestFixesHoldConcurrently: every published fix (testdata/libraries/fixed)
+// and every correct protocol (testdata/correct) passes the concurrent mode,
+// real worker processes at once with faults, each history checked for
+// linearizability. The state machine runs some sections whole (a claim, a
+// rescue, a section whose fixtures touch another table: docs/races.md), so
+// a fix could hold one step at a time and still race; this keeps a
+// published fix from regressing to one the concurrent mode fails. A short
+// budget here; OUTBOXLAB_FIXES_HISTORIES sets a long one (the nightly's).
+func TestFixesHoldConcurrently(t *testing.T) {
+	srv, err := pgserver.Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("testdata/libraries/fixed/*.sql")
+	correct, _ := filepath.Glob("testdata/correct/*.sql")
+	files = append(files, correct...)
+	if len(files) < 20 {
+		t.Fatalf("found %d protocol files, want the fixed libraries and the correct protocols", len(files))
+	}
+	histories := fixesHistories(t)
+	for _, path := range files {
+		name := strings.TrimSuffix(filepath.Base(path), ".sql")
+		if strings.Contains(path, "fixed") {
+			name = "fixed_" + name
+		}
+		t.Run(name, func(t *testing.T) {
+			inst := install(t, path)
+			cfg := concurrent.Default()
+			cfg.Histories, cfg.Ops, cfg.Duration, cfg.Seed, cfg.HTMLDir = histories, 150, 30*time.Second, 11, t.TempDir()
+			r, err := concurrent.NewRunner(srv, inst, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			res := r.Run()
+			if f := res.Failure; f != nil {
+				t.Fatalf("history %d: %s: %s\n%s\nwitness: %s", f.History, f.Rule, f.Detail, strings.Join(f.Ops, "\n"), f.WitnessHTML)
+			}
+			if res.Histories == 0 {
+				t.Errorf("no history ran in %v", cfg.Duration)
+			}
+		})
+	}
+}
+
+// fixesHistories is the budget per protocol: 6 histories (2 with -short),
+// or OUTBOXLAB_FIXES_HISTORIES.
+func fixesHistories(t *testing.T) int {
+	if s := os.Getenv("OUTBOXLAB_FIXES_HISTORIES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("OUTBOXLAB_FIXES_HISTORIES=%q: want a positive number", s)
+		}
+		return n
+	}
+	if testing.Short() {
+		return 2
+	}
+	return 6
+}
