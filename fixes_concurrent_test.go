@@ -41,16 +41,7 @@ func TestFixesHoldConcurrently(t *testing.T) {
 			inst := install(t, path)
 			cfg := concurrent.Default()
 			cfg.Histories, cfg.Ops, cfg.Duration, cfg.Seed, cfg.HTMLDir = histories, 150, 30*time.Second, 11, t.TempDir()
-			r, err := concurrent.NewRunner(srv, inst, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			res := r.Run()
-			if f := res.Failure; f != nil {
-				t.Fatalf("history %d: %s: %s\n%s\nwitness: %s", f.History, f.Rule, f.Detail, strings.Join(f.Ops, "\n"), f.WitnessHTML)
-			}
-			if res.Histories == 0 {
+			if res := runLinearizable(t, srv, inst, cfg); res.Histories == 0 {
 				t.Errorf("no history ran in %v", cfg.Duration)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"github.com/outboxlab/outboxlab/model"
 	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/scenarios"
+	"github.com/outboxlab/outboxlab/sut"
 	"github.com/outboxlab/outboxlab/worker"
 )
 
@@ -87,15 +88,7 @@ func TestConcurrentFaultStorm(t *testing.T) {
 			inst := install(t, protocol)
 			cfg := concurrent.Default()
 			cfg.Histories, cfg.Ops, cfg.Duration, cfg.Seed, cfg.HTMLDir = 4, 150, 20*time.Second, 7, t.TempDir()
-			r, err := concurrent.NewRunner(srv, inst, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			res := r.Run()
-			if f := res.Failure; f != nil {
-				t.Fatalf("history %d: %s: %s\n%s\nwitness: %s", f.History, f.Rule, f.Detail, strings.Join(f.Ops, "\n"), f.WitnessHTML)
-			}
+			res := runLinearizable(t, srv, inst, cfg)
 			t.Logf("%d histories, %d operations, faults %v", res.Histories, res.Ops, res.Faults)
 			if res.Histories < cfg.Histories {
 				t.Errorf("%d histories of %d ran", res.Histories, cfg.Histories)
@@ -107,4 +100,20 @@ func TestConcurrentFaultStorm(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runLinearizable runs inst's concurrent histories and fails the test, with
+// the failing history and its witness, unless every one is linearizable.
+func runLinearizable(t *testing.T, srv *pgserver.Server, inst *sut.Instance, cfg concurrent.Config) concurrent.Result {
+	t.Helper()
+	r, err := concurrent.NewRunner(srv, inst, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res := r.Run()
+	if f := res.Failure; f != nil {
+		t.Fatalf("history %d: %s: %s\n%s\nwitness: %s", f.History, f.Rule, f.Detail, strings.Join(f.Ops, "\n"), f.WitnessHTML)
+	}
+	return res
 }

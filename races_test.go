@@ -25,12 +25,22 @@ const maxRaceSteps = 6
 // to what it must show: the waiting step, in at most maxRaceSteps steps.
 func checkRaceCatch(t *testing.T, m protocolFile, r measured) {
 	t.Helper()
+	checkCatchShows(t, "race", m, r, "a waiting step", maxRaceSteps, " -> waiting on ")
+}
+
+// checkCatchShows holds a counterexample to the step it must show (every
+// mark in the printed program) in at most max steps.
+func checkCatchShows(t *testing.T, kind string, m protocolFile, r measured, step string, max int, marks ...string) {
+	t.Helper()
 	program := strings.Join(r.program, "\n")
-	if !strings.Contains(program, " -> waiting on ") {
-		t.Errorf("the race mutant %s was caught without a waiting step:\n%s", m.name, program)
+	for _, mark := range marks {
+		if !strings.Contains(program, mark) {
+			t.Errorf("the %s mutant %s was caught without %s:\n%s", kind, m.name, step, program)
+			break
+		}
 	}
-	if r.steps > maxRaceSteps {
-		t.Errorf("the race mutant %s was caught in %d steps, want at most %d:\n%s", m.name, r.steps, maxRaceSteps, program)
+	if r.steps > max {
+		t.Errorf("the %s mutant %s was caught in %d steps, want at most %d:\n%s", kind, m.name, r.steps, max, program)
 	}
 }
 

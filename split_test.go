@@ -29,13 +29,7 @@ const maxSplitSteps = 8
 // to what it must show: a split step, in at most maxSplitSteps steps.
 func checkSplitCatch(t *testing.T, m protocolFile, r measured) {
 	t.Helper()
-	program := strings.Join(r.program, "\n")
-	if !strings.Contains(program, " [1/") || !strings.Contains(program, " [2/") {
-		t.Errorf("the split mutant %s was caught without a split step:\n%s", m.name, program)
-	}
-	if r.steps > maxSplitSteps {
-		t.Errorf("the split mutant %s was caught in %d steps, want at most %d:\n%s", m.name, r.steps, maxSplitSteps, program)
-	}
+	checkCatchShows(t, "split", m, r, "a split step", maxSplitSteps, " [1/", " [2/")
 }
 
 // TestSplitMutantsNeedSplitSteps: the machine that runs every section

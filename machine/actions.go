@@ -54,7 +54,7 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		if name == ActAge && !r.h.Inst.Proto.Has(sut.Age) {
 			continue // no age section: lease length is not exercised
 		}
-		if name == ActSplit && (r.h.Cfg.NoSplitSteps || len(r.splitSections()) == 0) {
+		if name == ActSplit && (r.h.Cfg.NoSplitSteps || !r.splits()) {
 			continue // every outcome section is one statement: nothing to split
 		}
 		if name == ActRescue && !r.h.Inst.Proto.Has(sut.Rescue) {

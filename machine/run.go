@@ -42,9 +42,9 @@ type run struct {
 	waiting   *model.Op
 	waitOn    string
 	waitEnded [][]model.RowView
-	// split is the split section whose first part ran and whose last has
-	// not (split.go), if any.
-	split *openSplit
+	// split is the first part of the split section whose last part has
+	// not run yet (split.go), if any.
+	split *model.Op
 }
 
 func (r *run) model() model.State { return r.states[0] }

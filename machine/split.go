@@ -33,29 +33,31 @@ import (
 // is armed and the server does not restart, and the splitting worker takes
 // no other step, so the model knows exactly what ran in between.
 
-// openSplit is the split section in progress.
-type openSplit struct {
-	op      model.Op // the first part's op
-	section string
+// splittable are the outcome kinds a split may run.
+var splittable = []model.Kind{model.Complete, model.Retry, model.Renew}
+
+// statementsToSplit is how many statements kind's section has when the
+// machine may split it (at least 2), else 0. None is split when the expire
+// fixture is not a plain update of the event's own row (a heartbeat in a
+// table of workers, say): the harness could not then tell which rows the
+// first part's locks keep the other steps from.
+func (r *run) statementsToSplit(kind model.Kind) int {
+	if !r.h.Inst.ProbesRows() {
+		return 0
+	}
+	if n := r.h.Inst.Statements.StatementCount(sectionOf(kind)); n > 1 {
+		return n
+	}
+	return 0
 }
 
-// splitSections are the outcome kinds whose section has several
-// statements, with their statement counts. None when the expire fixture
-// is not a plain update of the event's own row (a heartbeat in a table of
-// workers, say): the harness could not then tell which rows the first
-// part's locks keep the other steps from, so it does not split.
-func (r *run) splitSections() map[model.Kind]int {
-	out := map[model.Kind]int{}
-	if !r.h.Inst.ProbesRows() {
-		return out
-	}
-	for kind, section := range map[model.Kind]string{model.Complete: sut.Complete, model.Retry: sut.Retry, model.Renew: sut.Renew} {
-		if n := r.h.Inst.Statements.StatementCount(section); n > 1 {
-			out[kind] = n
-		}
-	}
-	return out
+// splits reports whether the protocol has a section the machine may split.
+func (r *run) splits() bool {
+	return slices.ContainsFunc(splittable, func(k model.Kind) bool { return r.statementsToSplit(k) > 0 })
 }
+
+// sectionOf is the section an outcome kind runs: complete, retry, renew.
+func sectionOf(kind model.Kind) string { return strings.ToLower(string(kind)) }
 
 // mayStartSplit reports whether a split may begin now.
 func (r *run) mayStartSplit() bool {
@@ -74,17 +76,16 @@ func (r *run) splitAction(t *rapid.T) {
 	if !r.mayStartSplit() {
 		t.Skip("a step waits, a fault is armed, or the drain runs")
 	}
-	sections := r.splitSections()
-	s := r.model()
 	var cands []model.Op
-	for _, c := range s.Claims {
-		for kind, n := range sections {
-			op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Part: model.Part{Upto: 1, Of: n}}
+	for _, c := range r.model().Claims {
+		for _, kind := range splittable {
+			op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Part: model.Part{Upto: 1, Of: r.statementsToSplit(kind)}}
 			if r.canSplit(op) == nil {
 				cands = append(cands, op)
 			}
 		}
 	}
+	// The order the draw picks from, as the catalogue's seeds were measured.
 	slices.SortFunc(cands, func(a, b model.Op) int { return strings.Compare(a.String(), b.String()) })
 	op := pick(t, "split", cands)
 	op.Part.Upto = rapid.IntRange(1, op.Part.Of-1).Draw(t, "split_after")
@@ -97,7 +98,7 @@ func (r *run) canSplit(op model.Op) error {
 	switch {
 	case !r.mayStartSplit():
 		return fmt.Errorf("a split is open, a step waits, a fault is armed or the drain runs")
-	case r.splitSections()[op.Kind] != op.Part.Of || op.Part.Upto < 1 || op.Part.Upto >= op.Part.Of:
+	case op.Part.Of == 0 || r.statementsToSplit(op.Kind) != op.Part.Of || op.Part.Upto < 1 || op.Part.Upto >= op.Part.Of:
 		return fmt.Errorf("the %s section cannot be split as %s", op.Kind, op.Part)
 	case !slices.Contains(r.model().Claims, model.Claim{Worker: w, Event: op.Event, Gen: op.Gen}):
 		return fmt.Errorf("%s never received that claim", w)
@@ -111,7 +112,7 @@ func (r *run) canSplit(op model.Op) error {
 
 // advanceSplit is the split action while a split is open.
 func (r *run) advanceSplit(t *rapid.T) {
-	op := r.split.op
+	op := *r.split
 	s := r.model()
 	e := op.Event
 	i := rowIndex(s, e)
@@ -152,7 +153,7 @@ func (r *run) advanceSplit(t *rapid.T) {
 // some model state, other than the split's own worker; "" when none does.
 func (r *run) holderOf(e string) string {
 	for _, s := range r.states {
-		if i := rowIndex(s, e); i >= 0 && s.Rows[i].LockedBy != "" && s.Rows[i].LockedBy != r.split.op.Worker {
+		if i := rowIndex(s, e); i >= 0 && s.Rows[i].LockedBy != "" && s.Rows[i].LockedBy != r.split.Worker {
 			return s.Rows[i].LockedBy
 		}
 	}
@@ -161,16 +162,15 @@ func (r *run) holderOf(e string) string {
 
 // runSplitFirst runs op's first part and holds the rows it locked.
 func (r *run) runSplitFirst(op model.Op) {
-	section := strings.ToLower(string(op.Kind))
 	req := r.outcomeRequest(op.Whole())
-	req.Op, req.Split = worker.OpSplit, &worker.SplitRequest{Section: section, Upto: op.Part.Upto}
+	req.Op, req.Split = worker.OpSplit, &worker.SplitRequest{Section: sectionOf(op.Kind), Upto: op.Part.Upto}
 	if got := r.exec(op, func() model.Outcome {
 		_, unknown := r.request(op.Worker, req, op)
 		return okOrUnknown(unknown)
 	}); got.Kind == model.Unknown {
 		return // its transaction went with the connection: no split is open
 	}
-	r.split = &openSplit{op: op, section: section}
+	r.split = &op
 	r.holdSplitRows()
 	r.h.Coverage.add(CovSplitStep)
 }
@@ -178,11 +178,11 @@ func (r *run) runSplitFirst(op model.Op) {
 // runSplitLast runs the open split's last part: the rest of its
 // statements, then the commit, judged as the whole step.
 func (r *run) runSplitLast() {
-	first := r.split.op
+	first := *r.split
 	op := first
 	op.Part.Upto = op.Part.Of
 	req := r.outcomeRequest(first.Whole())
-	req.Op, req.Split = worker.OpFinish, &worker.SplitRequest{Section: r.split.section, Upto: first.Part.Upto}
+	req.Op, req.Split = worker.OpFinish, &worker.SplitRequest{Section: sectionOf(first.Kind), Upto: first.Part.Upto}
 	r.split = nil
 	r.exec(op, func() model.Outcome { return r.outcomeOf(r.request(op.Worker, req, op)) })
 }
@@ -194,7 +194,7 @@ func (r *run) runSplitLast() {
 // KEY SHARE lock is one: a claim's FOR UPDATE skips the row, a fixture's
 // UPDATE does not wait for it.)
 func (r *run) holdSplitRows() {
-	holder := r.split.op.Worker
+	holder := r.split.Worker
 	var held, maybe []string
 	for _, row := range r.model().Rows {
 		fixture := sut.Expire
@@ -211,7 +211,7 @@ func (r *run) holdSplitRows() {
 		cancel()
 		switch {
 		case err != nil:
-			r.t.Fatalf("harness: probing %s's lock after %v: %v", row.Event, r.split.op, err)
+			r.t.Fatalf("harness: probing %s's lock after %v: %v", row.Event, *r.split, err)
 		case lock == sut.RowHeld:
 			held = append(held, row.Event)
 		case lock == sut.RowMaybe:
@@ -238,7 +238,7 @@ func (r *run) canReplaySplit(op model.Op) error {
 			return err
 		}
 	case op.Part.Last():
-		if r.split == nil || r.split.op.Whole() != op.Whole() || r.split.op.Part.Of != op.Part.Of {
+		if r.split == nil || r.split.Whole() != op.Whole() || r.split.Part.Of != op.Part.Of {
 			return fmt.Errorf("no split %v is open", op.Whole())
 		}
 	case r.split != nil && (op.Kind == model.Restart || op.Kind == model.Rescue):

@@ -21,6 +21,9 @@ type Instance struct {
 	ConnString string // the server's; workers add the schema themselves
 	Conn       *pgx.Conn
 	reset      resetPlan
+	// rowProbe is the SELECT ... FOR UPDATE of an event's row that
+	// ProbeRow runs, from the expire fixture; "" when it cannot be made.
+	rowProbe string
 }
 
 // NewSchemaName returns a unique schema name for one run.
@@ -73,6 +76,7 @@ func Install(ctx context.Context, connString string, p *Protocol) (*Instance, er
 		inst.Close()
 		return nil, err
 	}
+	inst.rowProbe = forUpdateProbe(inst.Statements.Stmts[Expire])
 	return inst, nil
 }
 

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -71,47 +71,47 @@ type RowLock int
 const (
 	RowFree  RowLock = iota // no other transaction holds any lock on the row
 	RowHeld                 // its lock blocks the fixtures' updates and the claims
-	RowMaybe                // the probe cannot tell, or only a claim's FOR UPDATE would meet it
+	RowMaybe                // only a claim's FOR UPDATE would meet it, or the probe cannot tell
 )
-
-// ProbeRow asks the server whether another transaction holds a lock on
-// the row id, in a transaction of its own with a short lock_timeout that
-// it rolls back, so that nothing changes. It tries the fixture section
-// (expire or due: its UPDATE needs the row's lock when its WHERE matches
-// the row) and, when the expire fixture is a plain UPDATE of one table by
-// @id, a SELECT ... FOR UPDATE of that row, which meets every row lock, a
-// foreign key check's KEY SHARE included.
-func (inst *Instance) ProbeRow(ctx context.Context, fixture, id string) (RowLock, error) {
-	held, known, err := inst.probeFixture(ctx, fixture, id)
-	if err != nil || held {
-		return RowHeld, err
-	}
-	byID := forUpdateProbe(inst.Statements.Stmts[Expire])
-	if byID == "" {
-		return RowMaybe, nil
-	}
-	anyHeld, err := inst.probe(ctx, func(tx pgx.Tx) (bool, error) {
-		tag, err := tx.Exec(ctx, byID, id)
-		return tag.RowsAffected() > 0, err
-	})
-	switch {
-	case err != nil:
-		return RowMaybe, err
-	case anyHeld.held || !anyHeld.known && !known:
-		return RowMaybe, nil
-	}
-	return RowFree, nil
-}
 
 // ProbesRows reports whether ProbeRow can tell every row lock: the expire
 // fixture is a plain update of one table's row by @id.
-func (inst *Instance) ProbesRows() bool { return forUpdateProbe(inst.Statements.Stmts[Expire]) != "" }
+func (inst *Instance) ProbesRows() bool { return inst.rowProbe != "" }
 
+// ProbeRow asks the server whether another transaction holds a lock on
+// the row id (ProbesRows must hold), in transactions of its own with a
+// short lock_timeout that it rolls back, so that nothing changes. A
+// SELECT ... FOR UPDATE of the row meets every row lock, a foreign key
+// check's KEY SHARE included: a row it takes at once is free. Only when it
+// waits, or finds no row, does the fixture section (expire or due, whose
+// UPDATE needs the row's lock when its WHERE matches the row) tell a lock
+// that blocks the fixtures from one that only a claim's FOR UPDATE meets.
+func (inst *Instance) ProbeRow(ctx context.Context, fixture, id string) (RowLock, error) {
+	byID, err := inst.probe(ctx, []Stmt{{SQL: inst.rowProbe, Params: []string{"id"}}}, id)
+	if err != nil || byID.known && !byID.held {
+		return RowFree, err
+	}
+	st, ok := inst.Statements.Stmts[fixture]
+	if !ok {
+		return RowMaybe, fmt.Errorf("protocol has no %s section", fixture)
+	}
+	fix, err := inst.probe(ctx, append(slices.Clone(st.Prelude), st), id)
+	switch {
+	case err != nil:
+		return RowMaybe, err
+	case fix.held:
+		return RowHeld, nil
+	}
+	return RowMaybe, nil
+}
+
+// probed is what one probe learned: held when a statement met a lock;
+// known when the last statement matched a row (else it needed no lock and
+// says nothing either way).
 type probed struct{ held, known bool }
 
-// probe runs try in a rolled-back transaction with a short lock timeout;
-// known is what try reports (whether its statement matched the row).
-func (inst *Instance) probe(ctx context.Context, try func(pgx.Tx) (bool, error)) (probed, error) {
+// probe runs stmts in a rolled-back transaction with a short lock timeout.
+func (inst *Instance) probe(ctx context.Context, stmts []Stmt, id string) (probed, error) {
 	tx, err := inst.Conn.Begin(ctx)
 	if err != nil {
 		return probed{}, err
@@ -120,33 +120,18 @@ func (inst *Instance) probe(ctx context.Context, try func(pgx.Tx) (bool, error))
 	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+lockTimeout+"'"); err != nil {
 		return probed{}, err
 	}
-	matched, err := try(tx)
+	args := Args{ID: id, Worker: "harness"}
+	var tag pgconn.CommandTag
+	for _, st := range stmts {
+		if tag, err = tx.Exec(ctx, st.SQL, args.list(st.Params)...); err != nil {
+			break
+		}
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available
 		return probed{held: true, known: true}, nil
 	}
-	return probed{known: matched}, err
-}
-
-// probeFixture runs the fixture section in a probe: held when it met a
-// lock; known false when its WHERE matched no row, so that it needed no
-// lock and says nothing either way.
-func (inst *Instance) probeFixture(ctx context.Context, fixture, id string) (held, known bool, err error) {
-	st, ok := inst.Statements.Stmts[fixture]
-	if !ok {
-		return false, false, fmt.Errorf("protocol has no %s section", fixture)
-	}
-	p, err := inst.probe(ctx, func(tx pgx.Tx) (bool, error) {
-		args := Args{ID: id, Worker: "harness"}.list
-		for _, pre := range st.Prelude {
-			if _, err := tx.Exec(ctx, pre.SQL, args(pre.Params)...); err != nil {
-				return false, err
-			}
-		}
-		tag, err := tx.Exec(ctx, st.SQL, args(st.Params)...)
-		return tag.RowsAffected() > 0, err
-	})
-	return p.held, p.known, err
+	return probed{known: tag.RowsAffected() > 0}, err
 }
 
 // plainUpdateByID matches an expire fixture that updates one table's row
@@ -154,12 +139,14 @@ func (inst *Instance) probeFixture(ctx context.Context, fixture, id string) (hel
 // rewritten to a positional parameter).
 var plainUpdateByID = regexp.MustCompile(`(?is)^\s*UPDATE\s+([a-z_][a-z0-9_]*)\s+SET\s.*\bWHERE\b.*?\b([a-z_][a-z0-9_]*)\s*=\s*\$(\d+)\b`)
 
+// joinOrSubquery finds what makes a fixture's row possibly not the event's.
+var joinOrSubquery = regexp.MustCompile(`(?i)\b(from|select)\b`)
+
 // forUpdateProbe is SELECT ... FOR UPDATE of the expire fixture's row, or
 // "" when the fixture is not a plain update of one table by @id (a join, a
 // subquery, several statements: its row may not be the event's own).
 func forUpdateProbe(expire Stmt) string {
-	lower := strings.ToLower(expire.SQL)
-	if len(expire.Prelude) > 0 || strings.Contains(lower, "select") || regexp.MustCompile(`\bfrom\b`).MatchString(lower) {
+	if len(expire.Prelude) > 0 || joinOrSubquery.MatchString(expire.SQL) {
 		return ""
 	}
 	m := plainUpdateByID.FindStringSubmatch(expire.SQL)
