@@ -90,3 +90,49 @@ func TestSplitReplays(t *testing.T) {
 		t.Errorf("parsed part %+v, want [1/2]", got)
 	}
 }
+
+// TestRestartReplays: a program with a server restart replays (so that a
+// counterexample found with one shrinks by replaying, not by rapid's
+// slower shrinking of draws): the open claim transaction is lost with the
+// restart, and the next claim takes the row at the same generation.
+func TestRestartReplays(t *testing.T) {
+	cfg := mutantConfig()
+	cfg.Faults = true // the injector restarts the server
+	h := harness(t, "testdata/correct/two_statement_complete.sql", cfg)
+	p, err := machine.ParseProgram([]string{
+		"setup: 2 workers (w1 w2), events e1",
+		"  1. w1.Begin() -> claimed e1 gen=1",
+		"  2. Restart() -> ok",
+		"  3. w2.Claim() -> claimed e1 gen=1",
+		"  4. w2.Complete(e1, gen=1) -> applied",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := h.Replay(p)
+	if err != nil || v != nil {
+		t.Fatalf("replay: violation %v, err %v\n%s", v, err, strings.Join(h.Program(), "\n"))
+	}
+	if got := strings.Join(h.Program(), "\n"); !strings.Contains(got, "2. Restart() -> ok") || !strings.Contains(got, "3. w2.Claim() -> claimed e1 gen=1") {
+		t.Errorf("the replay ran another program:\n%s", got)
+	}
+}
+
+// TestSplitCatchWithARestartShrinks: seed 4 of the default check (faults
+// on) finds split_complete_check_then_act's race in a program with a
+// server restart in it; that program shrinks by replaying to a split
+// counterexample of at most maxSplitSteps steps (it came out at 42 steps
+// when a restart could not be replayed and rapid shrank the draws).
+func TestSplitCatchWithARestartShrinks(t *testing.T) {
+	honestSearch(t)
+	setRapidFlag(t, "rapid.seed", "4")
+	h := harness(t, "testdata/mutants/split_complete_check_then_act.sql", machine.Default())
+	c := search.On(h).Search(t.Name(), shrinkBudget)
+	if !c.Caught || c.Failure == nil {
+		t.Fatalf("not caught: %s", c.Report)
+	}
+	steps := strings.Join(c.Program, "\n")
+	if c.Steps() > maxSplitSteps || !strings.Contains(steps, " [1/") || !strings.Contains(steps, " [2/") {
+		t.Errorf("%s: %d steps, want a split step in at most %d:\n%s", c.Failure.Rule, c.Steps(), maxSplitSteps, steps)
+	}
+}

@@ -116,6 +116,8 @@ func (r *run) runOp(op model.Op) {
 		r.exec(op, func() model.Outcome { return r.runFixture(op.Kind, op.Event) })
 	case model.Rescue:
 		r.exec(op, func() model.Outcome { return r.runRescue() })
+	case model.Restart:
+		r.exec(op, r.runRestart)
 	}
 }
 
@@ -185,6 +187,14 @@ func (r *run) canReplay(op model.Op) error {
 	case model.Rescue:
 		if !r.h.Inst.Proto.Has(sut.Rescue) || r.busy(rescuer) || r.blocks(op) && r.waitsOn(op) == "" {
 			return fmt.Errorf("no rescue can run now")
+		}
+	case model.Restart:
+		// As dbRestart draws it: a server the harness owns, no step
+		// waiting, no split open. What a restart does is the same each
+		// time (open transactions lost, running workers reconnected,
+		// paused ones left with a broken connection), so it replays.
+		if r.h.Faults == nil || !r.h.Faults.CanRestart() || r.waiting != nil || r.split != nil {
+			return fmt.Errorf("the server cannot restart now")
 		}
 	default:
 		return fmt.Errorf("%s steps cannot be replayed", op.Kind)
