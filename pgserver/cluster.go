@@ -30,6 +30,9 @@ type cluster struct {
 	proc   *exec.Cmd
 	exited chan struct{}
 	reaper *exec.Cmd
+	// settings are extra -c NAME=VALUE arguments, after (so overriding)
+	// the defaults of startOnce: a topology's replication and WAL setup.
+	settings []string
 }
 
 func findBinaries() (string, error) {
@@ -73,13 +76,43 @@ func versionOf(binDir string) int {
 }
 
 func startCluster(ctx context.Context, bin string) (*cluster, error) {
+	return startClusterWith(ctx, bin, nil, (*cluster).startReaper)
+}
+
+// startClusterWith initialises and starts a cluster with extra settings and
+// the given reaper (a topology's reaper also kills a postmaster's stopped
+// children, which outlive it).
+func startClusterWith(ctx context.Context, bin string, settings []string, reap func(*cluster) error) (*cluster, error) {
+	c, err := newCluster(bin, settings, reap)
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(c.dir, "data")
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+		"--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions")
+	initdb.SysProcAttr = c.attrs()
+	initdb.Dir = c.dir
+	if out, err := initdb.CombinedOutput(); err != nil {
+		c.stop()
+		return nil, fmt.Errorf("initdb: %v: %s", err, lastLines(out, 5))
+	}
+	if err := c.start(ctx); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// newCluster makes a cluster's directory (without a data directory yet) and
+// its reaper, and when running as root the credentials to run the server as.
+func newCluster(bin string, settings []string, reap func(*cluster) error) (*cluster, error) {
 	sweepAbandoned()
 	dir, err := os.MkdirTemp("", tempPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{bin: bin, dir: dir}
-	if err := c.startReaper(); err != nil {
+	c := &cluster{bin: bin, dir: dir, settings: settings}
+	if err := reap(c); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -94,19 +127,6 @@ func startCluster(ctx context.Context, bin string) (*cluster, error) {
 			c.stop()
 			return nil, err
 		}
-	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
-		"--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions")
-	initdb.SysProcAttr = c.attrs()
-	initdb.Dir = dir
-	if out, err := initdb.CombinedOutput(); err != nil {
-		c.stop()
-		return nil, fmt.Errorf("initdb: %v: %s", err, lastLines(out, 5))
-	}
-	if err := c.start(ctx); err != nil {
-		c.stop()
-		return nil, err
 	}
 	return c, nil
 }
@@ -158,7 +178,7 @@ func (c *cluster) startOnce(ctx context.Context) error {
 		return err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(filepath.Join(c.bin, "postgres"), "-D", filepath.Join(c.dir, "data"),
+	args := []string{"-D", filepath.Join(c.dir, "data"),
 		"-p", strconv.Itoa(c.port),
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "unix_socket_directories=",
@@ -174,7 +194,11 @@ func (c *cluster) startOnce(ctx context.Context) error {
 		// 10 checks took 15 s with JIT, 3.3 s without). JIT never
 		// changes a result, only its cost.
 		"-c", "jit=off",
-	)
+	}
+	for _, kv := range c.settings {
+		args = append(args, "-c", kv)
+	}
+	cmd := exec.Command(filepath.Join(c.bin, "postgres"), args...)
 	cmd.SysProcAttr = c.attrs()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = c.dir

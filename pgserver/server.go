@@ -23,10 +23,14 @@ type Server struct {
 	Source string
 	// Version is the server_version the server reports.
 	Version string
+	// Topology is the deployment the server is (StartTopology); Start
+	// gives Single.
+	Topology Topology
 
 	connString string
 	cluster    *cluster      // set when Source == "local"
 	container  *dockerServer // set when Source == "docker"
+	deploy     *deployment   // set for every topology but Single
 	mu         sync.Mutex
 }
 
@@ -57,7 +61,7 @@ func Start(ctx context.Context) (*Server, error) {
 }
 
 func adopt(ctx context.Context, source, cs string, c *cluster, d *dockerServer) (*Server, error) {
-	s := &Server{Source: source, connString: cs, cluster: c, container: d}
+	s := &Server{Source: source, Topology: Single, connString: cs, cluster: c, container: d}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, cs)
@@ -90,16 +94,21 @@ func userConnString() (string, bool) {
 func (s *Server) ConnString() string { return s.connString }
 
 // Owned reports whether the harness owns the server and may crash it.
-func (s *Server) Owned() bool { return s.cluster != nil }
+func (s *Server) Owned() bool { return s.cluster != nil || s.deploy != nil }
 
 // Crash stops the server immediately (open transactions are lost, committed
 // ones survive) and starts it again on the same port and data directory.
+// Under AsyncCommit it is a rewind instead (see deployment.crash); the
+// standby topologies refuse it, their fault is Failover (see Fault).
 func (s *Server) Crash(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deploy != nil {
+		return s.deploy.crash(ctx)
+	}
 	if s.cluster == nil {
 		return errors.New("crash: the server was not started by this run")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	return s.cluster.restart(ctx)
 }
 
@@ -113,8 +122,14 @@ func (s *Server) Close() {
 	if s.container != nil {
 		s.container.close()
 	}
+	if s.deploy != nil {
+		s.deploy.close()
+	}
 }
 
 func (s *Server) String() string {
+	if s.deploy != nil {
+		return fmt.Sprintf("PostgreSQL %s (%s, %s)", strings.Fields(s.Version + " ?")[0], s.Source, s.Topology)
+	}
 	return fmt.Sprintf("PostgreSQL %s (%s)", strings.Fields(s.Version + " ?")[0], s.Source)
 }

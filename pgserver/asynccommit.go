@@ -1,0 +1,55 @@
+package pgserver
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// flushAndFreeze is AsyncCommit's MarkDurable. One commit under
+// synchronous_commit=on writes (and flushes) the WAL up to its own commit
+// record, so every commit before it; then the WAL writer is stopped, so
+// that the commits from here to the next Crash stay in the WAL buffers and
+// are lost with them, as when the crash comes before the WAL writer's next
+// round. Without the stop, that round comes every wal_writer_delay (10 s at
+// most) at a moment nobody chooses, and writes everything.
+//
+// The commit has to write WAL of its own: a transaction that only took an
+// xid writes no WAL before its commit record and commits asynchronously
+// even under synchronous_commit=on. A transactional logical message writes
+// a WAL record (at any wal_level) and takes an xid, without a table.
+func (d *deployment) flushAndFreeze(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	conn, err := d.primary.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("mark durable: %w", err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("mark durable: %w", err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = on"); err != nil {
+		return fmt.Errorf("mark durable: %w", err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_logical_emit_message(true, 'outboxlab', 'durable')"); err != nil {
+		return fmt.Errorf("mark durable: write a WAL record: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("mark durable: commit: %w", err)
+	}
+	if d.frozen != 0 {
+		return nil // still stopped since the last MarkDurable
+	}
+	var pid int
+	if err := conn.QueryRow(ctx, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'").Scan(&pid); err != nil {
+		return fmt.Errorf("mark durable: find the WAL writer: %w", err)
+	}
+	if err := stopWhileIdle(ctx, conn, pid); err != nil {
+		return fmt.Errorf("mark durable: stop the WAL writer: %w", err)
+	}
+	d.frozen = pid
+	return nil
+}
