@@ -89,7 +89,7 @@ func okOrUnknown(unknown bool) model.Outcome {
 }
 
 // rescuer is the rescue actor's name: its process's @worker.
-const rescuer = "rescuer"
+const rescuer = model.Rescuer
 
 func (r *run) runEndTx(w string, kind model.Kind) model.Outcome {
 	op := "commit"

@@ -101,12 +101,14 @@ func (r *run) runOp(op model.Op) {
 		r.exec(op, func() model.Outcome { return r.runClaim(w, op.Kind) })
 	case model.Commit, model.Rollback:
 		r.exec(op, func() model.Outcome { return r.runEndTx(w, op.Kind) })
-	case model.Complete, model.Retry, model.Renew:
+	case model.Complete, model.Retry, model.Renew, model.Rescue:
 		switch {
 		case op.Part.First():
 			r.runSplitFirst(op)
 		case op.Part.Last():
 			r.runSplitLast()
+		case op.Kind == model.Rescue:
+			r.exec(op, func() model.Outcome { return r.runRescue() })
 		default:
 			r.exec(op, func() model.Outcome { return r.runOutcome(op) })
 		}
@@ -114,8 +116,6 @@ func (r *run) runOp(op model.Op) {
 		r.exec(op, func() model.Outcome { return r.runSignal(w, op.Kind) })
 	case model.Expire, model.MakeDue, model.Age:
 		r.exec(op, func() model.Outcome { return r.runFixture(op.Kind, op.Event) })
-	case model.Rescue:
-		r.exec(op, func() model.Outcome { return r.runRescue() })
 	case model.Restart:
 		r.exec(op, r.runRestart)
 	}

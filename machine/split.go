@@ -33,7 +33,8 @@ import (
 // is armed and the server does not restart, and the splitting worker takes
 // no other step, so the model knows exactly what ran in between.
 
-// splittable are the outcome kinds a split may run.
+// splittable are the outcome kinds a split may run; a rescue may be split
+// too (rescueSplit).
 var splittable = []model.Kind{model.Complete, model.Retry, model.Renew}
 
 // statementsToSplit is how many statements kind's section has when the
@@ -53,10 +54,11 @@ func (r *run) statementsToSplit(kind model.Kind) int {
 
 // splits reports whether the protocol has a section the machine may split.
 func (r *run) splits() bool {
-	return slices.ContainsFunc(splittable, func(k model.Kind) bool { return r.statementsToSplit(k) > 0 })
+	return r.statementsToSplit(model.Rescue) > 0 ||
+		slices.ContainsFunc(splittable, func(k model.Kind) bool { return r.statementsToSplit(k) > 0 })
 }
 
-// sectionOf is the section an outcome kind runs: complete, retry, renew.
+// sectionOf is the section a kind runs: complete, retry, renew, rescue.
 func sectionOf(kind model.Kind) string { return strings.ToLower(string(kind)) }
 
 // mayStartSplit reports whether a split may begin now.
@@ -87,6 +89,9 @@ func (r *run) splitAction(t *rapid.T) {
 	}
 	// The order the draw picks from, as the catalogue's seeds were measured.
 	slices.SortFunc(cands, func(a, b model.Op) int { return strings.Compare(a.String(), b.String()) })
+	if op := (model.Op{Kind: model.Rescue, Part: model.Part{Upto: 1, Of: r.statementsToSplit(model.Rescue)}}); r.canSplit(op) == nil {
+		cands = append(cands, op)
+	}
 	op := pick(t, "split", cands)
 	op.Part.Upto = rapid.IntRange(1, op.Part.Of-1).Draw(t, "split_after")
 	r.runSplitFirst(op)
@@ -100,6 +105,8 @@ func (r *run) canSplit(op model.Op) error {
 		return fmt.Errorf("a split is open, a step waits, a fault is armed or the drain runs")
 	case op.Part.Of == 0 || r.statementsToSplit(op.Kind) != op.Part.Of || op.Part.Upto < 1 || op.Part.Upto >= op.Part.Of:
 		return fmt.Errorf("the %s section cannot be split as %s", op.Kind, op.Part)
+	case op.Kind == model.Rescue:
+		return r.canSplitRescue()
 	case !slices.Contains(r.model().Claims, model.Claim{Worker: w, Event: op.Event, Gen: op.Gen}):
 		return fmt.Errorf("%s never received that claim", w)
 	case !r.running(w) || r.inTx(w) || r.busy(w) || r.blocks(op) || r.h.pool.Stale(w):
@@ -113,18 +120,14 @@ func (r *run) canSplit(op model.Op) error {
 // advanceSplit is the split action while a split is open.
 func (r *run) advanceSplit(t *rapid.T) {
 	op := *r.split
+	if op.Kind == model.Rescue {
+		r.advanceRescueSplit(t)
+		return
+	}
 	s := r.model()
 	e := op.Event
 	i := rowIndex(s, e)
-	if holder := r.holderOf(e); holder != "" {
-		// Another worker's open claim transaction holds the row: the last
-		// part would wait on it, so that transaction ends first (a
-		// paused holder is resumed first).
-		if !r.running(holder) {
-			r.exec(model.Op{Kind: model.Resume, Worker: holder}, func() model.Outcome { return r.runSignal(holder, model.Resume) })
-			return
-		}
-		r.exec(model.Op{Kind: model.Commit, Worker: holder}, func() model.Outcome { return r.runEndTx(holder, model.Commit) })
+	if r.endHolderOf(func(row string) bool { return row == e }) {
 		return
 	}
 	if rapid.Bool().Draw(t, "split_finish") {
@@ -149,23 +152,37 @@ func (r *run) advanceSplit(t *rapid.T) {
 	r.exec(model.Op{Kind: model.ClaimOp, Worker: w}, func() model.Outcome { return r.runClaim(w, model.ClaimOp) })
 }
 
-// holderOf is the worker whose open claim transaction holds e's row in
-// some model state, other than the split's own worker; "" when none does.
-func (r *run) holderOf(e string) string {
+// endHolderOf takes the step that ends another worker's open claim
+// transaction holding a row the open split's last part may write (in some
+// model state), and reports whether there was one: the last part would
+// wait on it, so that transaction ends first (a paused holder is resumed
+// first).
+func (r *run) endHolderOf(writes func(event string) bool) bool {
+	holder := ""
 	for _, s := range r.states {
-		if i := rowIndex(s, e); i >= 0 && s.Rows[i].LockedBy != "" && s.Rows[i].LockedBy != r.split.Worker {
-			return s.Rows[i].LockedBy
+		for _, row := range s.Rows {
+			if writes(row.Event) && row.LockedBy != "" && row.LockedBy != r.split.Holder() && holder == "" {
+				holder = row.LockedBy
+			}
 		}
 	}
-	return ""
+	switch {
+	case holder == "":
+		return false
+	case !r.running(holder):
+		r.exec(model.Op{Kind: model.Resume, Worker: holder}, func() model.Outcome { return r.runSignal(holder, model.Resume) })
+	default:
+		r.exec(model.Op{Kind: model.Commit, Worker: holder}, func() model.Outcome { return r.runEndTx(holder, model.Commit) })
+	}
+	return true
 }
 
 // runSplitFirst runs op's first part and holds the rows it locked.
 func (r *run) runSplitFirst(op model.Op) {
-	req := r.outcomeRequest(op.Whole())
+	req := r.splitRequest(op)
 	req.Op, req.Split = worker.OpSplit, &worker.SplitRequest{Section: sectionOf(op.Kind), Upto: op.Part.Upto}
 	if got := r.exec(op, func() model.Outcome {
-		_, unknown := r.request(op.Worker, req, op)
+		_, unknown := r.request(waiterOf(op), req, op)
 		return okOrUnknown(unknown)
 	}); got.Kind == model.Unknown {
 		return // its transaction went with the connection: no split is open
@@ -181,10 +198,25 @@ func (r *run) runSplitLast() {
 	first := *r.split
 	op := first
 	op.Part.Upto = op.Part.Of
-	req := r.outcomeRequest(first.Whole())
+	req := r.splitRequest(first)
 	req.Op, req.Split = worker.OpFinish, &worker.SplitRequest{Section: sectionOf(first.Kind), Upto: first.Part.Upto}
 	r.split = nil
-	r.exec(op, func() model.Outcome { return r.outcomeOf(r.request(op.Worker, req, op)) })
+	r.exec(op, func() model.Outcome {
+		resp, unknown := r.request(waiterOf(op), req, op)
+		if op.Kind == model.Rescue {
+			return okOrUnknown(unknown)
+		}
+		return r.outcomeOf(resp, unknown)
+	})
+}
+
+// splitRequest is the request op's parts are made from: its outcome's, or
+// the rescue's.
+func (r *run) splitRequest(op model.Op) worker.Request {
+	if op.Kind == model.Rescue {
+		return rescueRequest
+	}
+	return r.outcomeRequest(op.Whole())
 }
 
 // holdSplitRows asks the server which rows the open split's transaction
@@ -194,7 +226,7 @@ func (r *run) runSplitLast() {
 // KEY SHARE lock is one: a claim's FOR UPDATE skips the row, a fixture's
 // UPDATE does not wait for it.)
 func (r *run) holdSplitRows() {
-	holder := r.split.Worker
+	holder := r.split.Holder()
 	var held, maybe []string
 	for _, row := range r.model().Rows {
 		fixture := sut.Expire
@@ -243,6 +275,8 @@ func (r *run) canReplaySplit(op model.Op) error {
 		}
 	case r.split != nil && (op.Kind == model.Restart || op.Kind == model.Rescue):
 		return fmt.Errorf("a split is open: no %s", op.Kind)
+	case r.split != nil && r.split.Kind == model.Rescue && isFixture(op.Kind):
+		return fmt.Errorf("a rescue is split: no %s", op.Kind)
 	default:
 		return nil
 	}

@@ -187,7 +187,7 @@ func (r *run) respawnForRace(t *rapid.T) {
 // busy reports whether w (a worker, or the rescuer) has a waiting
 // statement outstanding: it can take no other step until the wait ends.
 func (r *run) busy(w string) bool {
-	return r.waiting != nil && waiterOf(*r.waiting) == w || r.split != nil && r.split.Worker == w
+	return r.waiting != nil && waiterOf(*r.waiting) == w || r.split != nil && r.split.Holder() == w
 }
 
 // rescueWaits reports whether the waiting step is a rescue. No claim

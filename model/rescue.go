@@ -42,9 +42,12 @@ func (s State) rescue() []Transition {
 		choices = append(slices.Clone(choices), bury) // DEAD at any attempt
 	}
 	for i, r := range s.Rows {
-		// With one_live_owner relaxed a rescue may take live leases too.
+		// With one_live_owner relaxed a rescue may take live leases too;
+		// with terminal relaxed, SENT rows (a rescue that wrote back by id
+		// the rows it read, one finished in between: River's).
 		live := r.LeaseLive && !s.Policy.relaxed(OneLiveOwner)
-		if r.Status != InProgress || live || r.LockedBy != "" || s.exhausted(r) && budget {
+		sent := r.Status == Sent && s.Policy.relaxed(Terminal) && r.LockedBy == ""
+		if !sent && (r.Status != InProgress || live || r.LockedBy != "" || s.exhausted(r) && budget) {
 			continue
 		}
 		var grown []State
@@ -80,7 +83,8 @@ func (s State) rescueBlocks() bool {
 func (s State) rescueHolders() []string {
 	var out []string
 	for _, r := range s.Rows {
-		if r.Status == InProgress && !r.LeaseLive && r.LockedBy != "" && !slices.Contains(out, r.LockedBy) {
+		// (The rescuer's own locks, a split rescue's, are not in its way.)
+		if r.Status == InProgress && !r.LeaseLive && r.LockedBy != "" && r.LockedBy != Rescuer && !slices.Contains(out, r.LockedBy) {
 			out = append(out, r.LockedBy)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// A split step. A complete, retry or renew of several statements runs in
+// A split step. A complete, retry, renew or rescue of several statements runs in
 // one READ COMMITTED transaction, and every statement of it takes a new
 // snapshot: other transactions commit between them. The state machine
 // runs such a section in two parts, other actors' steps in between:
@@ -24,6 +24,14 @@ import (
 // locks its row in its first part is judged as if it ran whole there (no
 // one could change the row in between); one that reads without a lock and
 // then writes by id is judged by what happened in between.
+//
+// A rescue's last part is judged the same way, as one rescue pass against
+// the state when it commits: a rescue that read its rows in the first part
+// and writes them by id without looking again may take a row that an
+// owner completed, or a claim took, in between. (The pass may leave any
+// expired row alone, so a rescue that fixed its rows by its read is not
+// held to rows that expired after it: the machine runs no fixture while a
+// rescue is split, so that none becomes a spent attempt the pass must bury.)
 
 // Part marks one part of a split step: Upto of the section's Of
 // statements have run once it ends.
@@ -54,9 +62,23 @@ func cutPart(text string) (string, Part, error) {
 	return text[:len(text)-len(m[0])], Part{Upto: upto, Of: of}, nil
 }
 
-// Splittable reports whether op's kind may be split: the outcome steps.
+// Splittable reports whether op's kind may be split: the outcome steps
+// and the rescue.
 func (o Op) Splittable() bool {
-	return o.Kind == Complete || o.Kind == Retry || o.Kind == Renew
+	return o.Kind == Complete || o.Kind == Retry || o.Kind == Renew || o.Kind == Rescue
+}
+
+// Rescuer is the rescue actor's name: the holder of the rows a split
+// rescue's first part locks.
+const Rescuer = "rescuer"
+
+// Holder is who holds the locks of op's open split: its worker, or for a
+// rescue the rescuer.
+func (o Op) Holder() string {
+	if o.Kind == Rescue {
+		return Rescuer
+	}
+	return o.Worker
 }
 
 // Whole is op without its part mark.
@@ -78,7 +100,7 @@ func (s State) Hold(holder string, events []string) State {
 
 // release clears the locks of holder's split section. A worker with a
 // split open has no open claim transaction (Precondition), so every lock
-// it holds is the split's.
+// it holds is the split's; the rescuer holds locks only in a split.
 func (s State) release(holder string) State {
 	next := s.clone()
 	for i := range next.Rows {
@@ -96,5 +118,5 @@ func (s State) stepPart(op Op) []Transition {
 	if op.Part.First() {
 		return one(OK, s.clone())
 	}
-	return s.release(op.Worker).Step(op.Whole())
+	return s.release(op.Holder()).Step(op.Whole())
 }

@@ -28,7 +28,7 @@ func (s *Statements) StatementCount(section string) int {
 	return len(st.Prelude) + 1
 }
 
-// ApplyFirst runs the first k statements of a complete, retry or renew in
+// ApplyFirst runs the first k statements of a complete, retry, renew or rescue in
 // tx, which stays open: 0 < k < StatementCount(section).
 func (s *Statements) ApplyFirst(ctx context.Context, tx pgx.Tx, section string, a Args, k int) error {
 	st, ok := s.Stmts[section]
@@ -44,7 +44,7 @@ func (s *Statements) ApplyFirst(ctx context.Context, tx pgx.Tx, section string, 
 }
 
 // ApplyRest runs the statements after the first k in tx and reads the
-// last one's rows as Apply does. The caller commits tx.
+// last one's rows as Apply does (a rescue's are ignored). The caller commits tx.
 func (s *Statements) ApplyRest(ctx context.Context, tx pgx.Tx, section string, a Args, k int) (bool, error) {
 	st, ok := s.Stmts[section]
 	if !ok || k < 1 || k > len(st.Prelude) {
@@ -54,6 +54,10 @@ func (s *Statements) ApplyRest(ctx context.Context, tx pgx.Tx, section string, a
 	rest.Prelude = st.Prelude[k:]
 	var applied bool
 	err := steps(ctx, tx, rest, a, func(rows pgx.Rows) error {
+		if section == Rescue { // its rows are ignored, as Rescue's
+			rows.Close()
+			return rows.Err()
+		}
 		var err error
 		applied, err = readOutcome(rows, section)
 		return err

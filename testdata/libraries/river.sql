@@ -63,14 +63,16 @@
 --     computed in SQL (retryable at errorCount^4 minutes when attempt < max_attempts, else discarded with
 --     finalized_at), and JobRescueMany's unnest(@arrays) read that table. @stuck_horizon = now() - 1 hour,
 --     @after_id = 0, @max = 1000 (one batch; the default batch size). River runs the two queries outside
---     any transaction, so a job finished between them is still rewritten; here that window is narrower
---     (only a row-lock wait inside JobRescueMany, which, like River's, does not re-check state).
+--     any transaction, so a job finished between them is still rewritten; here the same window is the
+--     statement boundary inside the transaction, which the machine's split steps interleave at
+--     (docs/races.md): JobRescueMany, like River's at this commit, does not re-check state, and a job
+--     completed between the two statements goes back to retryable (the profile's `terminal`).
 --   - States: available, retryable, scheduled -> READY (due: available with scheduled_at <= now());
 --     running -> INPROGRESS; completed -> SENT; discarded, cancelled -> DEAD.
 --   - lease_expired for running rows: attempted_at < now() - 1 hour, JobGetStuck's own test.
 -- The properties this SQL breaks, pinned by TestLibraryProfiles
 -- (outboxlab check --profile --faults=false; docs/libraries.md):
--- profile: fencing strict_expiry attempt_budget
+-- profile: fencing strict_expiry terminal attempt_budget
 -- outboxlab: order=any
 -- outboxlab: batch=2
 -- outboxlab: lease=1h
