@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,20 +40,7 @@ done
 rm -rf "$1"
 `
 
-func (c *cluster) startTopologyReaper() error {
-	cmd := exec.Command("/bin/sh", "-c", topologyReaperScript, "outboxlab-reaper", c.dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	w, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	_ = w // kept open, unused, until this process ends (see startReaper)
-	c.reaper = cmd
-	return nil
-}
+func (c *cluster) startTopologyReaper() error { return c.startReaperScript(topologyReaperScript) }
 
 // serverProcesses lists the live processes running in the data directory
 // (a zombie has no working directory, so it is not listed).

@@ -27,8 +27,13 @@ fi
 rm -rf "$1"
 `
 
-func (c *cluster) startReaper() error {
-	cmd := exec.Command("/bin/sh", "-c", reaperScript, "outboxlab-reaper", c.dir)
+func (c *cluster) startReaper() error { return c.startReaperScript(reaperScript) }
+
+// startReaperScript starts script as the cluster's reaper: its stdin is a
+// pipe this process holds until it ends, its argument the cluster's
+// directory.
+func (c *cluster) startReaperScript(script string) error {
+	cmd := exec.Command("/bin/sh", "-c", script, "outboxlab-reaper", c.dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w, err := cmd.StdinPipe()
 	if err != nil {
