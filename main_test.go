@@ -20,6 +20,7 @@ func TestMain(m *testing.M) {
 	searchFromScratch()
 	os.Exit(func() int {
 		defer pgserver.CloseShared()
+		defer closeTopologyServers()
 		return m.Run()
 	}())
 }

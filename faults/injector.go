@@ -95,3 +95,29 @@ func (in *Injector) Restart(ctx context.Context) error {
 
 // Close removes every proxy and closes the connections through them.
 func (in *Injector) Close() { in.proxies.close() }
+
+// ServerFault is the fault the server's deployment suffers: a restart
+// that loses nothing (single), a crash that loses the unflushed WAL
+// (async-commit), a failover (the standby topologies); none on a server
+// this run does not own.
+func (in *Injector) ServerFault() pgserver.Fault { return in.srv.Fault() }
+
+// Rewinds reports whether the server's fault may lose acknowledged
+// commits, so that the model must follow what was durable when.
+func (in *Injector) Rewinds() bool {
+	return in.srv.Fault() != pgserver.FaultNone && in.srv.Topology.Rewinds()
+}
+
+// MarkDurable makes every commit so far durable (pgserver.Server.MarkDurable).
+func (in *Injector) MarkDurable(ctx context.Context) error { return in.srv.MarkDurable(ctx) }
+
+// Stall stops replication to the standby from now on.
+func (in *Injector) Stall(ctx context.Context) error { return in.srv.Stall(ctx) }
+
+// Failover kills the primary and promotes the standby.
+func (in *Injector) Failover(ctx context.Context) (pgserver.FailoverReport, error) {
+	return in.srv.Failover(ctx)
+}
+
+// Resume ends a stall and wakes a stopped WAL writer.
+func (in *Injector) Resume() error { return in.srv.Resume() }

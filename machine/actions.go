@@ -35,6 +35,8 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		ActRequestLost:   func(t *rapid.T) { r.networkFault(t, false) },
 		ActReplyLost:     func(t *rapid.T) { r.networkFault(t, true) },
 		ActDBRestart:     r.dbRestart,
+		ActDBDurable:     r.dbDurable,
+		ActReissued:      r.reissued,
 		ActRescue:        r.rescue,
 		ActRace:          r.race,
 		ActSplit:         r.splitAction,
@@ -62,6 +64,9 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		}
 		if name == ActDBRestart && (r.h.Faults == nil || !r.h.Faults.CanRestart()) {
 			continue
+		}
+		if _, ok := r.durableOp(); (name == ActDBDurable || name == ActReissued) && !ok {
+			continue // a server that never rewinds: nothing to make durable, no claim lost
 		}
 		if (name == ActRequestLost || name == ActReplyLost) && r.h.Faults == nil {
 			continue

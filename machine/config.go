@@ -69,6 +69,9 @@ func DefaultWeights() map[string]int {
 		// Like race, it skips without a claim to split, and once a split
 		// is open it steps it towards its race.
 		ActSplit: 3,
+		// It skips unless a rewind lost a claim whose generation was
+		// reissued since.
+		ActReissued: 4,
 	}
 }
 
@@ -98,7 +101,14 @@ const (
 	ActRequestLost   = "request_lost"
 	ActReplyLost     = "reply_lost"
 	ActDBRestart     = "db_restart"
-	ActRescue        = "rescue"
+	// ActDBDurable moves the durable point of a topology that rewinds
+	// (rewind.go): Flush() under async-commit, Stall() under
+	// async-standby. Drawn only there.
+	ActDBDurable = "db_durable"
+	// ActReissued sends a lost claim's outcome once its generation is
+	// another claim's (rewind.go). Drawn only where rewinds happen.
+	ActReissued = "reissued"
+	ActRescue   = "rescue"
 	// ActRace takes the next step of a waiting step's race (wait.go): a
 	// stale complete, retry or renew that waits behind a reclaim's open
 	// transaction, or that reclaim. The stale_* actions and begin may take
@@ -111,7 +121,7 @@ const (
 )
 
 // FaultActions are enabled only with Config.Faults.
-var FaultActions = []string{ActRequestLost, ActReplyLost, ActDBRestart}
+var FaultActions = []string{ActRequestLost, ActReplyLost, ActDBRestart, ActDBDurable}
 
 func (c Config) enabled(action string) bool {
 	if c.Relax&model.NoWait != 0 && (action == ActBegin || action == ActRace) {

@@ -29,6 +29,9 @@ const (
 	CovRequestLost           = "request_lost"
 	CovReplyLost             = "reply_lost"
 	CovDBRestart             = "db_restart"
+	// CovRewind: a Crash or Failover lost an acknowledged commit (a
+	// topology that rewinds). Counted, never required.
+	CovRewind = "rewind"
 	// Version 2: each is required only when a directive or a section makes
 	// it possible (see RequiredClasses).
 	CovBatchClaim         = "batch_claim"          // a claim returned more than one row

@@ -20,6 +20,10 @@ import (
 // shrunk program still shows the draw.
 const restartOdds = 20
 
+// rewindOdds is restartOdds on a topology that rewinds, where the fault
+// is drawn only once an acknowledged commit could be lost (dbRestart).
+const rewindOdds = 8
+
 // networkFault runs one step of a worker with its connection cut: before
 // the statement reaches the server (request lost) or after it ran and
 // committed, on its way back (reply lost). The worker sees a connection
@@ -126,18 +130,30 @@ func (r *run) endBackend(w string, backend uint32) {
 	}
 }
 
-// dbRestart crashes the server and starts it again: every connection
-// breaks, every open transaction rolls back, committed claims survive.
-// Running workers reconnect at once; a paused one finds its connection
-// broken at its next statement, as it would in production.
+// dbRestart injects the server's fault: a crash and restart that loses no
+// acknowledged commit (single), a crash that loses the unflushed WAL
+// (async-commit) or a failover to the standby (the standby topologies),
+// as the deployment suffers (serverfaults.go). Every connection breaks
+// and every open transaction rolls back. Running workers reconnect at
+// once; a paused one finds its connection broken at its next statement,
+// as it would in production.
 func (r *run) dbRestart(t *rapid.T) {
 	if r.waiting != nil || r.split != nil {
 		t.Skip("a step waits or a split is open: no restart until it ends")
 	}
-	if rapid.IntRange(0, restartOdds-1).Draw(t, "restart_now") != restartOdds-1 {
+	odds := restartOdds
+	if r.since != nil {
+		// A rewind is drawn only when it has something to lose, and then
+		// more often: what it loses is the point of the topology.
+		if r.since.acked == 0 {
+			t.Skip("nothing acknowledged since the durable point")
+		}
+		odds = rewindOdds
+	}
+	if rapid.IntRange(0, odds-1).Draw(t, "restart_now") != odds-1 {
 		t.Skip("restarts are rare")
 	}
-	r.exec(model.Op{Kind: model.Restart}, r.runRestart)
+	r.serverFault()
 	r.h.Coverage.add(CovDBRestart)
 }
 
@@ -149,12 +165,20 @@ func (r *run) runRestart() model.Outcome {
 	if err != nil {
 		r.t.Fatalf("harness: %v", err)
 	}
+	r.reconnectAll("restart")
+	return model.Outcome{Kind: model.OK}
+}
+
+// reconnectAll is every worker's part of a server fault: a running one
+// reconnects at once; a paused one, and every process of the pool this
+// check does not use, finds its connection broken later.
+func (r *run) reconnectAll(fault string) {
 	for _, w := range r.workers {
 		switch {
 		case r.dead[w]:
 		case r.running(w):
 			if _, err := r.h.pool.Get(w).Do(worker.Request{Op: "reconnect"}); err != nil {
-				r.t.Fatalf("harness: reconnect %s after the restart: %v", w, err)
+				r.t.Fatalf("harness: reconnect %s after the %s: %v", w, fault, err)
 			}
 		default:
 			r.h.pool.MarkStale(w)
@@ -167,7 +191,6 @@ func (r *run) runRestart() model.Outcome {
 			r.h.pool.MarkStale(name)
 		}
 	}
-	return model.Outcome{Kind: model.OK}
 }
 
 // restart crashes and restarts the server and gives the harness a new

@@ -41,6 +41,10 @@ type Harness struct {
 	// waiter is the worker whose waiting step was still outstanding when
 	// its check ended (see wait.go), killed before the next one starts.
 	waiter string
+	// walWriterStopped: under async-commit, this run stopped the WAL
+	// writer (prepareServer), so that a crash loses exactly what came
+	// after the last durable point.
+	walWriterStopped bool
 }
 
 // SQLTime is the time the checks so far spent waiting on PostgreSQL.
@@ -71,8 +75,21 @@ type FaultInjector interface {
 	LoseReply(w string) (undo func(), err error)
 	// CanRestart reports whether the server may be crashed and restarted.
 	CanRestart() bool
-	// Restart crashes the server and starts it again.
+	// Restart crashes the server and starts it again: under async-commit
+	// a crash that loses the unflushed WAL.
 	Restart(ctx context.Context) error
+	// ServerFault is the server fault the deployment suffers.
+	ServerFault() pgserver.Fault
+	// Rewinds reports whether that fault may lose acknowledged commits.
+	Rewinds() bool
+	// MarkDurable makes every commit so far durable.
+	MarkDurable(ctx context.Context) error
+	// Stall stops replication to the standby from now on.
+	Stall(ctx context.Context) error
+	// Failover kills the primary and promotes the standby.
+	Failover(ctx context.Context) (pgserver.FailoverReport, error)
+	// Resume ends a stall and wakes a stopped WAL writer.
+	Resume() error
 }
 
 var _ FaultInjector = (*faults.Injector)(nil)
@@ -173,12 +190,20 @@ func (h *Harness) begin(t *rapid.T) *run {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var err error
-	h.timed(func() { err = h.Inst.Reset(ctx, events) })
+	h.timed(func() {
+		if err = h.prepareServer(ctx); err == nil {
+			err = h.Inst.Reset(ctx, events)
+		}
+		if err == nil {
+			err = h.resetDurable(ctx)
+		}
+	})
 	if err != nil {
 		t.Fatalf("harness: %v", err)
 	}
 	r.states = []model.State{state}
 	r.observe(model.Op{Kind: model.Enqueue, Event: strings.Join(events, ",")}, model.Outcome{Kind: model.OK})
+	r.startRewindLog()
 	r.log(fmt.Sprintf("setup: %d workers (%s), events %s", nWorkers, strings.Join(r.workers, " "), strings.Join(events, " ")))
 	return r
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/sut"
 	"pgregory.net/rapid"
 )
@@ -79,12 +80,20 @@ func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var err error
-	h.timed(func() { err = h.Inst.Reset(ctx, events) })
+	h.timed(func() {
+		if err = h.prepareServer(ctx); err == nil {
+			err = h.Inst.Reset(ctx, events)
+		}
+		if err == nil {
+			err = h.resetDurable(ctx)
+		}
+	})
 	if err != nil {
 		t.Fatalf("harness: %v", err)
 	}
 	r.states = []model.State{state}
 	r.observe(model.Op{Kind: model.Enqueue, Event: strings.Join(events, ",")}, model.Outcome{Kind: model.OK})
+	r.startRewindLog()
 	r.log(fmt.Sprintf("setup: %d workers (%s), events %s", len(workers), strings.Join(workers, " "), strings.Join(events, " ")))
 	return r
 }
@@ -116,8 +125,10 @@ func (r *run) runOp(op model.Op) {
 		r.exec(op, func() model.Outcome { return r.runSignal(w, op.Kind) })
 	case model.Expire, model.MakeDue, model.Age:
 		r.exec(op, func() model.Outcome { return r.runFixture(op.Kind, op.Event) })
-	case model.Restart:
-		r.exec(op, r.runRestart)
+	case model.Restart, model.Crash, model.Failover:
+		r.serverFault()
+	case model.Flush, model.Stall:
+		r.runDurable(op)
 	}
 }
 
@@ -195,6 +206,18 @@ func (r *run) canReplay(op model.Op) error {
 		// paused ones left with a broken connection), so it replays.
 		if r.h.Faults == nil || !r.h.Faults.CanRestart() || r.waiting != nil || r.split != nil {
 			return fmt.Errorf("the server cannot restart now")
+		}
+		if f := r.h.Faults.ServerFault(); f != pgserver.FaultRestart {
+			return fmt.Errorf("this server's fault is %s, not a restart", f)
+		}
+	case model.Crash, model.Failover:
+		want := map[model.Kind]pgserver.Fault{model.Crash: pgserver.FaultCrash, model.Failover: pgserver.FaultFailover}[op.Kind]
+		if r.h.Faults == nil || r.h.Faults.ServerFault() != want || r.waiting != nil || r.split != nil {
+			return fmt.Errorf("this server cannot %s now", op.Kind)
+		}
+	case model.Flush, model.Stall:
+		if d, ok := r.durableOp(); !ok || d.Kind != op.Kind || r.waiting != nil || r.split != nil {
+			return fmt.Errorf("no %s step on this server now", op.Kind)
 		}
 	default:
 		return fmt.Errorf("%s steps cannot be replayed", op.Kind)

@@ -45,6 +45,11 @@ type run struct {
 	// split is the first part of the split section whose last part has
 	// not run yet (split.go), if any.
 	split *model.Op
+	// since is what a rewind may go back to (rewind.go); nil on a server
+	// that never loses an acknowledged commit. stalled is set while
+	// replication to the standby is stopped (rewind.go).
+	since   *rewindLog
+	stalled bool
 }
 
 func (r *run) model() model.State { return r.states[0] }
@@ -240,7 +245,9 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 		// state the model allows after that step, and one must do.
 		befores, r.waitEnded = r.waitEnded, nil
 	}
-	if r.rows != nil {
+	if r.rows != nil && !op.Kind.Rewinds() {
+		// (A rewind may undo anything since the durable point: a SENT
+		// may be READY again.)
 		var err error
 		for _, before := range befores {
 			if err = model.CheckChange(r.model().Policy, before, views, op, got); err == nil {
@@ -264,6 +271,7 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 		r.fail("persisted rows differ from the model", detail)
 	}
 	r.states = matched
+	r.recordPoint(got)
 }
 
 func (r *run) stepNumber() int { return CountSteps(r.h.program) + 1 }

@@ -110,7 +110,7 @@ func actorOf(op model.Op) string {
 		return op.Worker
 	case op.Kind == model.Rescue:
 		return ActorRescuer
-	case op.Kind == model.Restart:
+	case op.Kind == model.Restart, op.Kind.Rewinds(), op.Kind == model.Flush, op.Kind == model.Stall:
 		return ActorServer
 	}
 	return ActorFixture
@@ -124,8 +124,10 @@ func faultOf(op model.Op, armed string) string {
 		return ActPause
 	case model.Kill:
 		return ActKill
-	case model.Restart:
+	case model.Restart, model.Crash, model.Failover:
 		return ActDBRestart
+	case model.Flush, model.Stall:
+		return ActDBDurable
 	}
 	return armed
 }

@@ -276,7 +276,8 @@ func (r *run) finishWait(holderOp model.Op, next []model.State) {
 	}
 	r.waiting, r.waitOn, r.h.waiter = nil, "", ""
 	r.states = next
-	defer r.traceBegin(op)() // the report shows the wait's end as a step of its own
+	r.recordPoint(model.Outcome{Kind: model.OK}) // the holder's commit, before the waiter's
+	defer r.traceBegin(op)()                     // the report shows the wait's end as a step of its own
 	var resp worker.Response
 	var err error
 	r.h.timed(func() { resp, err = r.h.pool.Get(waiterOf(op)).AwaitWaiting() })

@@ -13,8 +13,8 @@ package model
 //   - Rollback: rolled back either way.
 //   - Enqueue, Complete, Retry, Renew, Expire, MakeDue: not applied, or
 //     applied exactly as Step would.
-//   - Pause, Resume, Kill, Respawn, Restart run no statement of the
-//     worker's: their states are Step's.
+//   - Pause, Resume, Kill, Respawn and the server faults run no
+//     statement of a worker's: their states are Step's.
 //
 // An op whose Precondition fails has no states.
 func (s State) Ambiguous(op Op) []State {
@@ -39,7 +39,7 @@ func (s State) Ambiguous(op Op) []State {
 		return Dedup([]State{s.rollback(op.Worker), unrecorded(s.commit(op.Worker), len(s.Claims))})
 	case Rollback:
 		return []State{s.rollback(op.Worker)}
-	case Pause, Resume, Kill, Respawn, Restart:
+	case Pause, Resume, Kill, Respawn, Restart, Flush, Stall, Crash, Failover:
 		return nextStates(s.Step(op))
 	}
 	return Dedup(append([]State{s.clone()}, nextStates(s.Step(op))...))

@@ -165,6 +165,10 @@ func explainUpdate(s State, op Op, got Outcome) string {
 		if r.Status == Sent || r.Status == Dead {
 			return fmt.Sprintf("%s applied to a %s row", name, r.Status)
 		}
+		if c := (Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}); s.lost(c) && r.Gen == op.Gen {
+			return fmt.Sprintf("stale owner's %s applied on a reissued generation (%s's claim of %s at gen %d was lost in a rewind; gen %d of %s is another claim's now)",
+				name, op.Worker, op.Event, op.Gen, op.Gen, op.Event)
+		}
 		return fmt.Sprintf("stale owner's %s applied (%s gen %d is not the current live claim: %s)", name, op.Event, op.Gen, staleness(r, op.Gen))
 	case Rejected:
 		return fmt.Sprintf("current owner's %s rejected", name)

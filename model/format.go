@@ -26,6 +26,10 @@ var shapes = map[Kind]shape{
 	Kill:     {worker: true},
 	Respawn:  {worker: true},
 	Restart:  {},
+	Flush:    {},
+	Stall:    {},
+	Crash:    {},
+	Failover: {},
 	Rescue:   {},
 }
 
@@ -67,6 +71,12 @@ func (o Outcome) String() string {
 	}
 	if o.Kind == Waiting {
 		return "waiting on " + o.On
+	}
+	if o.Kind == Rewound {
+		if o.Lost == 1 {
+			return "rewound 1 acknowledged commit"
+		}
+		return fmt.Sprintf("rewound %d acknowledged commits", o.Lost)
 	}
 	return string(o.Kind)
 }
@@ -155,12 +165,20 @@ func ParseOutcome(text string) (Outcome, error) {
 	if on, ok := strings.CutPrefix(text, string(Waiting)+" on "); ok && on != "" && !strings.Contains(on, " ") {
 		return Outcome{Kind: Waiting, On: on}, nil
 	}
+	if rest, ok := strings.CutPrefix(text, string(Rewound)+" "); ok {
+		n, _, _ := strings.Cut(rest, " ")
+		if lost, err := strconv.Atoi(n); err == nil && lost >= 0 {
+			if out := (Outcome{Kind: Rewound, Lost: lost}); out.String() == text {
+				return out, nil
+			}
+		}
+	}
 	if rest, ok := strings.CutPrefix(text, string(Claimed)+" "); ok {
 		if out, ok := parseGrants(rest); ok && out.String() == text {
 			return out, nil
 		}
 	}
-	return Outcome{}, fmt.Errorf("parse outcome %q: want ok, empty, claimed EVENT gen=N[, EVENT gen=N...], applied, rejected, unknown or waiting on WORKER", text)
+	return Outcome{}, fmt.Errorf("parse outcome %q: want ok, empty, claimed EVENT gen=N[, EVENT gen=N...], applied, rejected, unknown, waiting on WORKER or rewound N acknowledged commits", text)
 }
 
 // parseGrants reads "e1 gen=1, e3 gen=2" as a claim's outcome.

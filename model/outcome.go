@@ -133,6 +133,14 @@ func (s State) relaxedStale(c Claim) bool {
 		return false
 	}
 	switch r := s.Rows[i]; {
+	case s.lost(c):
+		// A rewind took the claim away: its generation may be the row's
+		// again, reissued to another claim, which fencing's relaxing
+		// lets it finish.
+		if r.Status == Sent || r.Status == Dead {
+			return s.Policy.relaxed(Terminal)
+		}
+		return s.Policy.relaxed(Fencing)
 	case r.Status == InProgress && r.Gen == c.Gen:
 		// Still the claim's own row, its lease run out: strict_expiry's
 		// to allow (Late), not fencing's.
@@ -155,5 +163,5 @@ func (s State) Late(c Claim) bool {
 		return false
 	}
 	r := s.Rows[i]
-	return r.Status == InProgress && r.Gen == c.Gen && !r.LeaseLive
+	return r.Status == InProgress && r.Gen == c.Gen && !r.LeaseLive && !s.lost(c)
 }

@@ -34,6 +34,10 @@ type State struct {
 	Rows    []Row          // enqueue order
 	Pending []PendingClaim // open claim transactions, at most one per worker, sorted by worker
 	Claims  []Claim        // every claim a worker received (autocommit or committed), in order
+	// Lost are the claims a rewind took away (rewind.go): their owners
+	// are stale for good, even when a later claim reissues their
+	// generation.
+	Lost []Claim
 }
 
 // New is the empty outbox of a version-1 protocol that promises order.
@@ -53,6 +57,7 @@ func (s State) clone() State {
 		Rows:    slices.Clone(s.Rows),
 		Pending: slices.Clone(s.Pending),
 		Claims:  slices.Clone(s.Claims),
+		Lost:    slices.Clone(s.Lost),
 	}
 	for i, p := range next.Pending {
 		next.Pending[i].More, next.Pending[i].Bury = slices.Clone(p.More), slices.Clone(p.Bury)
@@ -142,7 +147,7 @@ func (s State) IsCurrent(c Claim) bool {
 		return false
 	}
 	r := s.Rows[i]
-	return r.Status == InProgress && r.Gen == c.Gen && r.LeaseLive
+	return r.Status == InProgress && r.Gen == c.Gen && r.LeaseLive && !s.lost(c)
 }
 
 // View is the committed state as the protocol's state query would return
@@ -213,6 +218,16 @@ func (s State) Key() string {
 		fmt.Fprintf(&b, "%s:%s/%d", c.Worker, c.Event, c.Gen)
 	}
 	b.WriteString("]")
+	if len(s.Lost) > 0 {
+		b.WriteString(" lost=[")
+		for i, c := range s.Lost {
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			fmt.Fprintf(&b, "%s:%s/%d", c.Worker, c.Event, c.Gen)
+		}
+		b.WriteString("]")
+	}
 	return b.String()
 }
 

@@ -37,12 +37,13 @@ func (s State) Step(op Op) []Transition {
 		return []Transition{{Out: Outcome{Kind: OK}, Next: next}, {Out: Outcome{Kind: OK}, Next: short}}
 	case Rollback, Kill:
 		return one(OK, s.rollback(op.Worker))
-	case Restart:
-		next := s
-		for _, p := range s.Pending {
-			next = next.rollback(p.Worker)
-		}
-		return one(OK, next.clone())
+	case Restart, Crash, Failover:
+		// Every connection dies with the server. What a Crash or Failover
+		// also loses is the machine's to apply (RewoundTo), from the states
+		// it kept since the last durable point.
+		return one(OK, s.rolledBack())
+	case Flush, Stall:
+		return one(OK, s.clone())
 	case Complete, Retry, Renew:
 		if s.Blocks(op) {
 			// It answered without waiting, so it cannot have changed the

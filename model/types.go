@@ -133,6 +133,12 @@ const (
 	Kill     Kind = "Kill"     // Worker; SIGKILL: its open transaction rolls back
 	Respawn  Kind = "Respawn"  // Worker; a new process for a killed worker
 	Restart  Kind = "Restart"  // the server crashed and restarted: every open transaction rolls back
+	// The faults of the topologies that forget (PROTOCOL-FORMAT.md,
+	// "Version 3"); see rewind.go.
+	Flush    Kind = "Flush"    // async-commit: every commit so far is flushed, the WAL writer stops
+	Stall    Kind = "Stall"    // async-standby: every commit so far is on the standby, then replication stops
+	Crash    Kind = "Crash"    // async-commit: the server died and restarted without its unflushed WAL
+	Failover Kind = "Failover" // the primary died and the standby took over, without what it had not received
 )
 
 // Op is one step of a program.
@@ -160,6 +166,9 @@ const (
 	// row lock of another worker's open claim transaction (On). It is
 	// judged when that transaction ends, against the row as it is then.
 	Waiting OutcomeKind = "waiting"
+	// Rewound: a Crash or Failover that lost Lost acknowledged commits
+	// (decided by the read after it, see rewind.go).
+	Rewound OutcomeKind = "rewound"
 )
 
 // Outcome is the result of a step. A claim's first row is Event and Gen;
@@ -170,6 +179,7 @@ type Outcome struct {
 	Gen   int64
 	More  []Grant
 	On    string // Waiting: the worker whose open transaction holds the row
+	Lost  int    // Rewound: how many acknowledged commits the rewind lost
 }
 
 // Grants are every row a claim returned, in enqueue order.
@@ -182,7 +192,7 @@ func (o Outcome) Grants() []Grant {
 
 // Equal reports whether two outcomes are the same.
 func (o Outcome) Equal(p Outcome) bool {
-	return o.Kind == p.Kind && o.Event == p.Event && o.Gen == p.Gen && slices.Equal(o.More, p.More) && o.On == p.On
+	return o.Kind == p.Kind && o.Event == p.Event && o.Gen == p.Gen && slices.Equal(o.More, p.More) && o.On == p.On && o.Lost == p.Lost
 }
 
 // Transition is one outcome the policy allows for a step and the state after it.

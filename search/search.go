@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/pgserver"
 )
 
 // Search runs rapid.Check of h.Check with a recording TB named name. It
@@ -42,7 +43,7 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 		}
 	}
 	if shrink == 0 {
-		shrink = 30 * time.Second
+		shrink = h.defaultShrink()
 	}
 	defer SetRapidFlags(map[string]string{"rapid.shrinktime": shrink.String(), "rapid.checks": OneCheck(),
 		"rapid.seed": strconv.FormatUint(c.FailingSeed(0), 10)})()
@@ -63,12 +64,22 @@ func (h Searcher) measure(name string) Catch {
 }
 
 // minimizeFound shrinks from, a replayable form of what the search found,
-// for at most budget (0: 30s: a loaded machine replays slowly).
+// for at most budget (0: defaultShrink: a loaded machine replays slowly).
 func (h Searcher) minimizeFound(found, from Catch, budget time.Duration) Catch {
 	if budget == 0 {
-		budget = 30 * time.Second
+		budget = h.defaultShrink()
 	}
 	return h.keepSearch(found, h.Minimize(from, budget))
+}
+
+// defaultShrink is the shrinking budget when none is given: 30s, or three
+// minutes on a topology that fails over, where every replay that keeps
+// the failover pays a second or two for it.
+func (h Searcher) defaultShrink() time.Duration {
+	if h.Faults != nil && h.Faults.ServerFault() == pgserver.FaultFailover {
+		return 3 * time.Minute
+	}
+	return 30 * time.Second
 }
 
 // keepSearch is the shrunk result with the search's own figures: checks
