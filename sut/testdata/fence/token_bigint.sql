@@ -1,6 +1,8 @@
 -- A fence=token protocol for the sut tests: the article's table with a
 -- bigint token drawn from a sequence (1000, 1007, ...), NULL until the
 -- row's first claim. Complete, retry and renew compare it with @generation.
+-- (A sequence can hand a value out again after a rewind: this file shows
+-- the type, not a token that survives one.)
 -- outboxlab: fence=token
 
 -- name: schema

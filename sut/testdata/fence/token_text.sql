@@ -1,7 +1,8 @@
 -- A fence=token protocol for the sut tests: the article's table with a
 -- text token holding a tab and a newline ("tok<TAB>1000<LF>~end"), NULL
 -- until the row's first claim. Complete, retry and renew compare it with
--- @generation.
+-- @generation. (Its sequence can hand a value out again after a rewind:
+-- this file shows the type, not a token that survives one.)
 -- outboxlab: fence=token
 
 -- name: schema
