@@ -2,6 +2,7 @@ package concurrent
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -106,5 +107,34 @@ func TestSnapshotGuardRaceCaught(t *testing.T) {
 		if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "<html") {
 			t.Errorf("HTML %q not written: %v", path, err)
 		}
+	}
+}
+
+// TestTokenFenceRefused: a fence=token protocol is refused before any
+// worker starts, with an error the CLI reports as bad input (exit 2).
+func TestTokenFenceRefused(t *testing.T) {
+	srv, err := pgserver.Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := "../sut/testdata/fence/token_uuid.sql"
+	p, err := sut.Resolve(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	inst, err := sut.Install(ctx, srv.ConnString(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	r, err := NewRunner(srv, inst, quick(t, 1))
+	if r != nil {
+		r.Close()
+	}
+	want := "--concurrent does not support fence=token yet: " + file + " says fence=token, and the concurrent checker records and judges int64 generations only"
+	if !errors.Is(err, ErrTokenFence) || r != nil || err.Error() != want {
+		t.Fatalf("NewRunner = %v, %v; want no runner and %q", r, err, want)
 	}
 }

@@ -2,6 +2,7 @@ package concurrent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -74,10 +75,19 @@ type Runner struct {
 	restartDue bool
 }
 
+// ErrTokenFence is NewRunner's refusal of a fence=token protocol: the
+// workers' board records int64 generations and the model fences by them,
+// so a token would be judged as the generation 0.
+var ErrTokenFence = errors.New("--concurrent does not support fence=token yet")
+
 // NewRunner prepares a run: the fault proxies when cfg has faults, a
 // worker process per worker (each behind its own proxy) and the rescuer's.
-// Close ends them all.
+// Close ends them all. A fence=token protocol is refused (ErrTokenFence)
+// before anything starts.
 func NewRunner(srv *pgserver.Server, inst *sut.Instance, cfg Config) (*Runner, error) {
+	if inst.Proto.Fence == sut.FenceToken {
+		return nil, fmt.Errorf("%w: %s says fence=token, and the concurrent checker records and judges int64 generations only", ErrTokenFence, inst.Proto.File)
+	}
 	r := &Runner{cfg: cfg, srv: srv, inst: inst, super: supervisor{connString: inst.ConnString, schema: inst.Statements.Schema}}
 	// A worker records at most two operations (a Begin and its end) per
 	// operation of the budget.

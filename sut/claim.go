@@ -12,7 +12,11 @@ type ClaimResult struct {
 	Found bool
 	ID    string
 	Event string
-	Gen   int64 // 0 when the protocol has no generation
+	Gen   int64 // 0 when the protocol has no generation, or a token
+	// Token is the generation under fence=token, as its text: an
+	// integer's decimal digits, a uuid's canonical lowercase form, a
+	// text as it is. "" under fence=counter.
+	Token string
 }
 
 // Claim runs the claim section and returns its first row (Found false when
@@ -48,6 +52,7 @@ func (s *Statements) readClaims(rows pgx.Rows) ([]ClaimResult, error) {
 		// rather than as a scan error.
 		var id, event *string
 		var gen *int64
+		var token *string
 		targets := make([]any, len(rows.FieldDescriptions()))
 		for i, f := range rows.FieldDescriptions() {
 			switch f.Name {
@@ -56,7 +61,11 @@ func (s *Statements) readClaims(rows pgx.Rows) ([]ClaimResult, error) {
 			case "event_id":
 				targets[i] = &event
 			case "generation":
-				targets[i] = &gen
+				if s.Token {
+					targets[i] = &token
+				} else {
+					targets[i] = &gen
+				}
 			default:
 				targets[i] = new(any)
 			}
@@ -69,12 +78,15 @@ func (s *Statements) readClaims(rows pgx.Rows) ([]ClaimResult, error) {
 			return nil, &ProtocolError{Msg: "claim returned a NULL id"}
 		case event == nil:
 			return nil, &ProtocolError{Msg: "claim returned a NULL event_id"}
-		case s.HasGen && gen == nil:
+		case s.HasGen && gen == nil && token == nil:
 			return nil, &ProtocolError{Msg: "claim returned a NULL generation"}
 		}
 		r := ClaimResult{Found: true, ID: *id, Event: *event}
 		if gen != nil {
 			r.Gen = *gen
+		}
+		if token != nil {
+			r.Token = *token
 		}
 		out = append(out, r)
 	}

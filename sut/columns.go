@@ -2,6 +2,7 @@ package sut
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,21 +16,46 @@ type columnRule struct {
 	types    []uint32 // accepted type OIDs; nil: any
 	typeName string
 	optional bool
+	// hint is added to the wrong-type error when the column has one of
+	// hintTypes: what the file probably meant.
+	hint      string
+	hintTypes []uint32
 }
 
 var (
 	textTypes = []uint32{pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID}
 	intTypes  = []uint32{pgtype.Int8OID, pgtype.Int4OID, pgtype.Int2OID}
 	boolTypes = []uint32{pgtype.BoolOID}
+	// tokenTypes are what a fence=token generation may be: an integer, a
+	// uuid or text, each passed back as its text.
+	tokenTypes = slices.Concat(intTypes, []uint32{pgtype.UUIDOID}, textTypes)
 )
 
+// generationRule is the generation column's rule under the protocol's
+// fence. A counter is an integer; a uuid or text one is probably a token
+// whose file lacks the directive, and the error says so.
+func (p *Protocol) generationRule(optional bool) columnRule {
+	if p.Fence == FenceToken {
+		return columnRule{name: "generation", types: tokenTypes, typeName: "bigint, uuid or text (fence=token)", optional: optional}
+	}
+	return columnRule{name: "generation", types: intTypes, typeName: "bigint", optional: optional,
+		hint:      `under the default fence=counter; a uuid or text generation is an opaque token: add "-- outboxlab: fence=token"`,
+		hintTypes: []uint32{pgtype.UUIDOID, pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID}}
+}
+
 func (p *Protocol) checkClaimColumns(desc *pgconn.StatementDescription) (hasGen bool, err error) {
+	claim := p.Sections[Claim]
 	rules := []columnRule{
 		{name: "id"},
 		{name: "event_id", types: textTypes, typeName: "text"},
-		{name: "generation", types: intTypes, typeName: "bigint", optional: true},
+		p.generationRule(true),
 	}
-	got, err := p.checkColumns(p.Sections[Claim], desc, rules)
+	got, err := p.checkColumns(claim, desc, rules)
+	if err == nil && p.Fence == FenceToken && !got["generation"] {
+		// The model predicts no token: without one the suite would have
+		// nothing to fence the outcomes with.
+		err = &Error{p.File, claim.Line, `section "claim" returns no generation: with fence=token the claim must return its token as a column generation (bigint, uuid or text)`}
+	}
 	return got["generation"], err
 }
 
@@ -38,7 +64,7 @@ func (p *Protocol) checkStateColumns(s *Section, desc *pgconn.StatementDescripti
 		{name: "id"},
 		{name: "event_id", types: textTypes, typeName: "text"},
 		{name: "status", types: textTypes, typeName: "text"},
-		{name: "generation", types: intTypes, typeName: "bigint", optional: !hasGen},
+		p.generationRule(!hasGen),
 		{name: "lease_expired", types: boolTypes, typeName: "boolean"},
 		{name: "due", types: boolTypes, typeName: "boolean"},
 	}
@@ -76,6 +102,9 @@ func (p *Protocol) checkColumns(s *Section, desc *pgconn.StatementDescription, r
 		}
 		got[f.Name] = true
 		if r.types != nil && !containsOID(r.types, f.DataTypeOID) {
+			if containsOID(r.hintTypes, f.DataTypeOID) {
+				return nil, errAt("column %q must be %s %s", f.Name, r.typeName, r.hint)
+			}
 			return nil, errAt("column %q must be %s", f.Name, r.typeName)
 		}
 	}

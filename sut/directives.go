@@ -27,7 +27,28 @@ const (
 const maxBatch = 16
 
 // knownDirectives lists the directives, for the unknown-directive error.
-var knownDirectives = []string{"batch", "done", "lease", "max_attempts", "order", "policy"}
+var knownDirectives = []string{"batch", "done", "fence", "lease", "max_attempts", "order", "policy"}
+
+// Fence is what a claim's generation is (fence=): a counter the claim
+// raises by one, or an opaque token compared only for equality.
+type Fence int
+
+const (
+	// FenceCounter is the default: generation is an integer each claim
+	// of a row raises by exactly one, which the model predicts.
+	FenceCounter Fence = iota
+	// FenceToken: generation is an opaque token (an integer, a uuid or
+	// text), new on every claim of a row; the model predicts none.
+	FenceToken
+)
+
+// String is the directive's value: counter or token.
+func (f Fence) String() string {
+	if f == FenceToken {
+		return "token"
+	}
+	return "counter"
+}
 
 func (p *Protocol) directive(kv string) error {
 	key, value, ok := strings.Cut(kv, "=")
@@ -78,6 +99,16 @@ func (p *Protocol) directive(kv string) error {
 			return nil
 		}
 		return fmt.Errorf("done=%s: want done=keep or done=delete", value)
+	case "fence":
+		switch value {
+		case "counter", "token":
+			p.Fence = FenceCounter
+			if value == "token" {
+				p.Fence = FenceToken
+			}
+			return nil
+		}
+		return fmt.Errorf("fence=%s: want fence=counter or fence=token", value)
 	}
 	return fmt.Errorf("unknown directive %q (known: %s)", key, strings.Join(knownDirectives, ", "))
 }

@@ -142,6 +142,9 @@ func checkProtocol(t *testing.T, src string, p *Protocol) {
 	if p.Order != model.FIFO && p.Order != model.Any {
 		t.Fatalf("Order = %q", p.Order)
 	}
+	if p.Fence != FenceCounter && p.Fence != FenceToken {
+		t.Fatalf("Fence = %d", p.Fence)
+	}
 	if p.Batch < 1 || p.Batch > maxBatch || p.MaxAttempts < 0 || p.MaxAttempts > maxBatch {
 		t.Fatalf("Batch = %d, MaxAttempts = %d", p.Batch, p.MaxAttempts)
 	}
@@ -215,7 +218,7 @@ func describeParse(p *Protocol, err error) string {
 		return "error: " + err.Error()
 	}
 	var b strings.Builder
-	b.WriteString("protocol: order " + string(p.Order) + ", lease " + p.Lease.String())
+	b.WriteString("protocol: order " + string(p.Order) + ", lease " + p.Lease.String() + ", fence " + p.Fence.String())
 	for _, s := range p.sorted() {
 		b.WriteString("\n  " + s.Name + ": " + strings.ReplaceAll(s.SQL, "\n", `\n`))
 	}

@@ -119,6 +119,7 @@ func (inst *Instance) describeAll(ctx context.Context) error {
 		return err
 	}
 	inst.Statements.HasGen = hasGen
+	inst.Statements.Token = p.Fence == FenceToken
 	if p.Sections[State] == nil {
 		sql := defaultStateWithoutGeneration
 		if hasGen {

@@ -80,7 +80,7 @@ func TestParseErrors(t *testing.T) {
 		{"section names are case-sensitive", schemaPart + "-- name: Claim\nSELECT 1;\n", 3,
 			[]string{"unknown section", `"Claim"`}},
 		{"unknown directive", "-- outboxlab: order=fifo\n-- outboxlab: parallel=4\n" + schemaPart + claimPart + completePart + retryPart, 2,
-			[]string{"unknown directive", `"parallel"`, "(known: batch, done, lease, max_attempts, order, policy)"}},
+			[]string{"unknown directive", `"parallel"`, "(known: batch, done, fence, lease, max_attempts, order, policy)"}},
 		{"directive without =", "-- outboxlab: fifo\n" + schemaPart + claimPart + completePart + retryPart, 1,
 			[]string{"directive", `"fifo"`, "KEY=VALUE"}},
 		{"bad order value", "-- a comment first\n-- outboxlab: order=lifo\n" + schemaPart + claimPart + completePart + retryPart, 2,

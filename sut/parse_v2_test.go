@@ -78,7 +78,7 @@ func TestParseV2DirectiveErrors(t *testing.T) {
 		{"policy=Strict", "policy=Strict: want policy=strict or policy=lenient"},
 		{"done=drop", "done=drop: want done=keep or done=delete"},
 		{"done=", "done=: want done=keep or done=delete"},
-		{"maxattempts=3", `unknown directive "maxattempts" (known: batch, done, lease, max_attempts, order, policy)`},
+		{"maxattempts=3", `unknown directive "maxattempts" (known: batch, done, fence, lease, max_attempts, order, policy)`},
 	}
 	for _, tt := range tests {
 		// Line 3: after a comment and a good directive.

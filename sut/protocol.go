@@ -87,8 +87,11 @@ type Protocol struct {
 	MaxAttempts int
 	// DeleteDone lets a completed event leave the state query (done=delete).
 	DeleteDone bool
-	Sections   map[string]*Section
-	Source     string // the whole file text
+	// Fence is what the claim's generation is (fence=, default counter):
+	// under FenceToken an opaque token the suite passes back as text.
+	Fence    Fence
+	Sections map[string]*Section
+	Source   string // the whole file text
 }
 
 // Has reports whether the protocol has the section (its own or a default).

@@ -35,6 +35,7 @@ func (s *Statements) ApplyFirst(ctx context.Context, tx pgx.Tx, section string, 
 	if !ok || k < 1 || k > len(st.Prelude) {
 		return fmt.Errorf("%s: no split after statement %d of %d", section, k, s.StatementCount(section))
 	}
+	a = s.bind(a)
 	for _, p := range st.Prelude[:k] {
 		if _, err := tx.Exec(ctx, p.SQL, a.list(p.Params)...); err != nil {
 			return err
@@ -53,7 +54,7 @@ func (s *Statements) ApplyRest(ctx context.Context, tx pgx.Tx, section string, a
 	rest := st
 	rest.Prelude = st.Prelude[k:]
 	var applied bool
-	err := steps(ctx, tx, rest, a, func(rows pgx.Rows) error {
+	err := steps(ctx, tx, rest, s.bind(a), func(rows pgx.Rows) error {
 		if section == Rescue { // its rows are ignored, as Rescue's
 			rows.Close()
 			return rows.Err()

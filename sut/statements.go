@@ -27,7 +27,13 @@ type Stmt struct {
 // plain data, so a worker process receives them over its pipe.
 type Statements struct {
 	Schema string
+	// HasGen is set when the claim returns a generation, a counter's or
+	// a token's.
 	HasGen bool
+	// Token is set under fence=token: a claim's generation is read as
+	// text into ClaimResult.Token and the state query's into
+	// StateRow.Token, and @generation is bound to Args.Token.
+	Token bool `json:",omitempty"`
 	// Batch is the most rows one claim may return (batch=); 0 means 1.
 	Batch int
 	Stmts map[string]Stmt
@@ -40,14 +46,28 @@ type Querier interface {
 
 // Args are the values a section's named parameters take.
 type Args struct {
-	ID      string
-	Gen     int64
+	ID  string
+	Gen int64
+	// Token is @generation under fence=token: the text of the token the
+	// claim returned, bound as a string (the server reads it as the
+	// parameter's type, bigint, uuid or text, as it does @id), exactly as
+	// given, "" included.
+	Token   string
 	Worker  string
 	EventID string
 	// Seconds is how far the age fixture moves a lease deadline back. A
 	// float64 goes to the server as double precision, the type of
 	// make_interval's secs, so fractions of a second survive.
 	Seconds float64
+	// asToken binds @generation to Token rather than Gen: set by the
+	// Statements that run a section (bind), from Statements.Token.
+	asToken bool
+}
+
+// bind is a with @generation bound as the protocol's fence says.
+func (s *Statements) bind(a Args) Args {
+	a.asToken = s.Token
+	return a
 }
 
 func (a Args) list(names []string) []any {
@@ -57,7 +77,11 @@ func (a Args) list(names []string) []any {
 		case "id":
 			out[i] = a.ID
 		case "generation":
-			out[i] = a.Gen
+			if a.asToken {
+				out[i] = a.Token
+			} else {
+				out[i] = a.Gen
+			}
 		case "worker":
 			out[i] = a.Worker
 		case "event_id":
@@ -91,7 +115,7 @@ func (s *Statements) Apply(ctx context.Context, q Querier, section string, a Arg
 		return false, fmt.Errorf("protocol has no %s section", section)
 	}
 	var applied bool
-	err := query(ctx, q, st, a, func(rows pgx.Rows) error {
+	err := query(ctx, q, st, s.bind(a), func(rows pgx.Rows) error {
 		var err error
 		applied, err = readOutcome(rows, section)
 		return err
@@ -141,7 +165,7 @@ func (s *Statements) Exec(ctx context.Context, q Querier, section string, a Args
 		// (an empty statement would run and do nothing)
 		return fmt.Errorf("protocol has no %s section", section)
 	}
-	return query(ctx, q, st, a, func(rows pgx.Rows) error {
+	return query(ctx, q, st, s.bind(a), func(rows pgx.Rows) error {
 		rows.Close()
 		return rows.Err()
 	})
@@ -157,6 +181,10 @@ func (s *Statements) Rescue(ctx context.Context, q Querier, worker string) error
 // protocol uses for it.
 type StateRow struct {
 	ID string
+	// Token is the row's generation under fence=token, as text; "" while
+	// it is NULL (before the row's first claim). RowView's Gen is then 0
+	// and HasGen false: the model predicts no token.
+	Token string
 	model.RowView
 }
 
@@ -172,6 +200,7 @@ func (s *Statements) ReadState(ctx context.Context, q Querier) ([]StateRow, erro
 		var r StateRow
 		var status string
 		var expired, due *bool
+		var token *string
 		targets := make([]any, len(rows.FieldDescriptions()))
 		for i, f := range rows.FieldDescriptions() {
 			switch f.Name {
@@ -182,7 +211,11 @@ func (s *Statements) ReadState(ctx context.Context, q Querier) ([]StateRow, erro
 			case "status":
 				targets[i] = &status
 			case "generation":
-				targets[i] = &r.Gen
+				if s.Token {
+					targets[i] = &token
+				} else {
+					targets[i] = &r.Gen
+				}
 			case "lease_expired":
 				targets[i] = &expired
 			case "due":
@@ -195,7 +228,10 @@ func (s *Statements) ReadState(ctx context.Context, q Querier) ([]StateRow, erro
 			return nil, &ProtocolError{Msg: fmt.Sprintf("state query returned a row the suite cannot read: %v", err)}
 		}
 		r.Status = model.Status(status)
-		r.HasGen = s.HasGen
+		r.HasGen = s.HasGen && !s.Token
+		if token != nil {
+			r.Token = *token
+		}
 		r.LeaseHeld = expired != nil
 		r.LeaseExpired = expired != nil && *expired
 		r.Due = due != nil && *due

@@ -212,7 +212,7 @@ func (a *agent) run(ctx context.Context, req Request) Response {
 		}
 		return Response{}
 	case sut.Complete, sut.Retry, sut.Renew:
-		ok, err := st.Apply(ctx, q, req.Op, sut.Args{ID: req.ID, Gen: req.Gen, Worker: a.spec.Name})
+		ok, err := st.Apply(ctx, q, req.Op, sut.Args{ID: req.ID, Gen: req.Gen, Token: req.Token, Worker: a.spec.Name})
 		if err != nil {
 			return failure(err, ctx.Err() != nil)
 		}
@@ -234,15 +234,17 @@ func (a *agent) run(ctx context.Context, req Request) Response {
 }
 
 // claimed is a claim's response: every row, and the first one also in
-// Found, ID, Event and Gen, which a one-row protocol's reader looks at.
+// Found, ID, Event, Gen and Token, which a one-row protocol's reader looks
+// at.
 func claimed(rows []sut.ClaimResult) Response {
 	if len(rows) == 0 {
 		return Response{}
 	}
-	resp := Response{Found: true, ID: rows[0].ID, Event: rows[0].Event, Gen: rows[0].Gen,
+	first := rows[0]
+	resp := Response{Found: true, ID: first.ID, Event: first.Event, Gen: first.Gen, Token: first.Token,
 		Rows: make([]ClaimRow, len(rows))}
 	for i, r := range rows {
-		resp.Rows[i] = ClaimRow{ID: r.ID, Event: r.Event, Gen: r.Gen}
+		resp.Rows[i] = ClaimRow{ID: r.ID, Event: r.Event, Gen: r.Gen, Token: r.Token}
 	}
 	return resp
 }

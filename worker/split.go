@@ -38,7 +38,7 @@ func (a *agent) splitFirst(ctx context.Context, req Request) Response {
 	if err != nil {
 		return failure(err, ctx.Err() != nil)
 	}
-	args := sut.Args{ID: req.ID, Gen: req.Gen, Worker: a.spec.Name}
+	args := sut.Args{ID: req.ID, Gen: req.Gen, Token: req.Token, Worker: a.spec.Name}
 	if err := a.spec.Statements.ApplyFirst(ctx, tx, req.Split.Section, args, req.Split.Upto); err != nil {
 		tx.Rollback(ctx)
 		return failure(err, ctx.Err() != nil)
@@ -53,7 +53,7 @@ func (a *agent) splitRest(ctx context.Context, req Request) Response {
 	}
 	tx := a.tx
 	a.tx = nil
-	args := sut.Args{ID: req.ID, Gen: req.Gen, Worker: a.spec.Name}
+	args := sut.Args{ID: req.ID, Gen: req.Gen, Token: req.Token, Worker: a.spec.Name}
 	applied, err := a.spec.Statements.ApplyRest(ctx, tx, req.Split.Section, args, req.Split.Upto)
 	if err != nil {
 		tx.Rollback(ctx)

@@ -37,6 +37,9 @@ type Request struct {
 	Op  string `json:"op"` // claim, begin, commit, rollback, complete, retry, renew, rescue, reconnect
 	ID  string `json:"id,omitempty"`
 	Gen int64  `json:"gen,omitempty"`
+	// Token is @generation under fence=token (sut.Statements.Token): the
+	// claim's token as text, sent back exactly.
+	Token string `json:"token,omitempty"`
 	// MayWait marks a statement the parent lets wait on another
 	// transaction's row lock (a waiting step): it gets WaitTimeout, not
 	// the statement timeout, since the wait lasts until the holder ends.
@@ -55,12 +58,14 @@ const WaitTimeout = 20 * time.Second
 
 // Response is one line the worker writes back.
 type Response struct {
-	// Found, ID, Event and Gen are a claim's first row; Rows all of them
-	// (up to the protocol's batch), in the order the claim returned them.
+	// Found, ID, Event, Gen and Token are a claim's first row; Rows all
+	// of them (up to the protocol's batch), in the order the claim
+	// returned them.
 	Found   bool       `json:"found,omitempty"`
 	ID      string     `json:"id,omitempty"`
 	Event   string     `json:"event,omitempty"`
 	Gen     int64      `json:"gen,omitempty"`
+	Token   string     `json:"token,omitempty"`
 	Rows    []ClaimRow `json:"rows,omitempty"`
 	Applied bool       `json:"applied,omitempty"`
 	Err     string     `json:"err,omitempty"`
@@ -89,4 +94,6 @@ type ClaimRow struct {
 	ID    string `json:"id"`
 	Event string `json:"event"`
 	Gen   int64  `json:"gen"`
+	// Token is the row's token under fence=token (sut.ClaimResult.Token).
+	Token string `json:"token,omitempty"`
 }

@@ -1,11 +1,13 @@
 package worker
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -71,6 +73,8 @@ func sampleRequests() []Request {
 		{Op: "claim"}, {Op: "complete", ID: "17", Gen: 3}, {Op: "renew", ID: "x", Gen: -2, MayWait: true},
 		{Op: "complete", ID: "a\tb", Gen: 1}, {Op: "retry", ID: "line\nbreak"}, {Op: "complete", ID: "{json"},
 		{Op: "publish", Relay: &RelayRequest{}}, {Op: ""},
+		{Op: "complete", ID: "3", Token: "1000"}, {Op: "renew", ID: "3", Token: "tok\t1\n~end", MayWait: true},
+		{Op: "split", ID: "3", Token: "a\tb", Split: &SplitRequest{Section: "complete", Upto: 1}},
 	}
 }
 
@@ -85,6 +89,8 @@ func sampleResponses() []Response {
 		{Found: true, ID: "1"},
 		{Rows: []ClaimRow{}},
 		{Found: true, ID: "a\tb", Event: "e1", Rows: []ClaimRow{row("a\tb", "e1", 0)}},
+		{Found: true, ID: "1", Event: "e1", Token: "t\n1", Rows: []ClaimRow{{ID: "1", Event: "e1", Token: "t\n1"}, {ID: "2", Event: "e2", Token: "\\"}}},
+		{Found: true, ID: "1", Event: "e1", Token: "other", Rows: []ClaimRow{{ID: "1", Event: "e1", Token: "t1"}}}, // disagrees with its row
 		{Err: "boom", ServerErr: true}, {Err: "timeout", Timeout: true}, {Protocol: true, Err: "two rows"},
 		{Timeout: true}, {Relay: &RelayReply{}},
 	}
@@ -94,7 +100,7 @@ func drawnRequests(n int) []Request {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var out []Request
 	for range n {
-		out = append(out, Request{Op: drawString(rng), ID: drawString(rng), Gen: rng.Int64N(1<<40) - 1<<39, MayWait: rng.IntN(2) == 0})
+		out = append(out, Request{Op: drawString(rng), ID: drawString(rng), Gen: rng.Int64N(1<<40) - 1<<39, MayWait: rng.IntN(2) == 0, Token: drawToken(rng)})
 	}
 	return out
 }
@@ -105,10 +111,11 @@ func drawnResponses(n int) []Response {
 	for range n {
 		r := Response{Applied: rng.IntN(2) == 0, Backend: rng.Uint32(), Timeout: rng.IntN(20) == 0}
 		for range rng.IntN(4) {
-			r.Rows = append(r.Rows, ClaimRow{ID: drawString(rng), Event: drawString(rng), Gen: rng.Int64N(100)})
+			r.Rows = append(r.Rows, ClaimRow{ID: drawString(rng), Event: drawString(rng), Gen: rng.Int64N(100), Token: drawToken(rng)})
 		}
 		if len(r.Rows) > 0 && rng.IntN(10) > 0 {
-			r.Found, r.ID, r.Event, r.Gen = true, r.Rows[0].ID, r.Rows[0].Event, r.Rows[0].Gen
+			first := r.Rows[0]
+			r.Found, r.ID, r.Event, r.Gen, r.Token = true, first.ID, first.Event, first.Gen, first.Token
 		}
 		if rng.IntN(10) == 0 {
 			r.Err = drawString(rng)
@@ -116,6 +123,20 @@ func drawnResponses(n int) []Response {
 		out = append(out, r)
 	}
 	return out
+}
+
+// drawToken is "" half the time (a counter protocol's), else a string
+// from a wider alphabet: a token is any text, backslashes included.
+func drawToken(rng *rand.Rand) string {
+	if rng.IntN(2) == 0 {
+		return ""
+	}
+	const alphabet = "a1-\t\n\r\\tn~{\"é "
+	var s string
+	for range rng.IntN(8) {
+		s += string([]rune(alphabet)[rng.IntN(len([]rune(alphabet)))])
+	}
+	return s
 }
 
 // drawString is a short string, now and then with a tab, a newline, a
@@ -127,4 +148,55 @@ func drawString(rng *rand.Rand) string {
 		s += string([]rune(alphabet)[rng.IntN(len([]rune(alphabet)))])
 	}
 	return s
+}
+
+// oddTokens are tokens the short form must carry as they are: empty, the
+// separators and what escapes them, a uuid, a long one.
+var oddTokens = []string{
+	"", "0", "-9223372036854775808", "1000",
+	"6f1c2b3a-9d4e-4f5a-8b6c-7d8e9f0a1b2c",
+	"\t", "\n", "\r", "\r\n", "a\tb\nc", "\\", "\\t", "\\\\n", "tab\\\there", "end\\",
+	"~", "~\t1\ttrue", "{\"json\": 1}", " lead and trail ", "naïve café ☕",
+	strings.Repeat("x\t", 500),
+}
+
+// TestCompactCarriesTokens: every odd token goes in the short form (a
+// protocol whose tokens hold a tab is not pushed to JSON), on one line,
+// and comes back exactly, in a request and in a claim's rows.
+func TestCompactCarriesTokens(t *testing.T) {
+	for _, tok := range oddTokens {
+		req := Request{Op: "complete", ID: "17", Gen: 0, Token: tok}
+		line := encodeRequest(req)
+		if line[0] != compactMark || bytes.IndexByte(line, '\n') != len(line)-1 || bytes.Count(line, []byte{'\t'}) != 4 {
+			t.Errorf("token %q: request line %q, want one short line of five fields", tok, line)
+		}
+		if got, err := decodeRequest(trimNewline(line)); err != nil || got != req {
+			t.Errorf("token %q: request decoded as %#v, %v", tok, got, err)
+		}
+		resp := Response{Found: true, ID: "1", Event: "e1", Token: tok, Backend: 3,
+			Rows: []ClaimRow{{ID: "1", Event: "e1", Token: tok}, {ID: "2", Event: "e2", Token: tok + "2"}}}
+		line = encodeResponse(resp)
+		if line[0] != compactMark || bytes.IndexByte(line, '\n') != len(line)-1 {
+			t.Errorf("token %q: response line %q, want one short line", tok, line)
+		}
+		if got, err := decodeResponse(trimNewline(line)); err != nil || !reflect.DeepEqual(got, resp) {
+			t.Errorf("token %q: response decoded as %#v, %v; want %#v", tok, got, err, resp)
+		}
+	}
+}
+
+// TestUnescapeRefusesWhatEscapeNeverWrites: a lone or unknown backslash
+// sequence is a malformed message, not a token read some other way.
+func TestUnescapeRefusesWhatEscapeNeverWrites(t *testing.T) {
+	for _, f := range []string{"\\", "a\\", "\\x", "\\T", "\\\\\\"} {
+		if got, err := unescape([]byte(f)); err == nil {
+			t.Errorf("unescape(%q) = %q, want an error", f, got)
+		}
+	}
+	if _, err := decodeRequest([]byte("~complete\t1\t0\tfalse\tbad\\q")); err == nil {
+		t.Error("a request whose token ends in a bad escape decoded")
+	}
+	if _, err := decodeRequest([]byte("~complete\t1\t0\tfalse")); err == nil {
+		t.Error("a request of four fields (no token) decoded")
+	}
 }
