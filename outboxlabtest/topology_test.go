@@ -1,6 +1,7 @@
 package outboxlabtest_test
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 // out; baseline fails there with the topology on its result line and in
 // its reproduce line.
 func TestCheckOnATopology(t *testing.T) {
+	withoutUserServer(t)
 	res, err := outboxlabtest.Run("leased", append(small(), outboxlabtest.Topology(pgserver.AsyncCommit))...)
 	if err != nil {
 		t.Fatal(err)
@@ -51,5 +53,17 @@ func TestBadTopologyFails(t *testing.T) {
 	outboxlabtest.Check(r, "leased", outboxlabtest.Topology("pooler"))
 	if !r.fatal || !strings.Contains(r.report(), want) {
 		t.Fatalf("Check with Topology(pooler): fatal %v, report %q; want a fatal failure naming the topologies", r.fatal, r.report())
+	}
+}
+
+// withoutUserServer unsets, for the test, the variables that name a
+// server of the user's (DATABASE_URL, PG*): a topology is built from local
+// server binaries and refuses to start beside one, so that the test runs
+// also when the suite runs against such a server. (An empty PGPORT is not
+// an unset one: the server takes it for its port.)
+func withoutUserServer(t *testing.T) {
+	for _, k := range []string{"DATABASE_URL", "PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE"} {
+		t.Setenv(k, "") // what restores it after the test
+		os.Unsetenv(k)
 	}
 }

@@ -3,6 +3,7 @@ package pgserver
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ func TestSharedTopologyIsOnePerProcess(t *testing.T) {
 	if _, err := findBinaries(); err != nil {
 		t.Fatalf("topologies need local server binaries: %v", err)
 	}
+	withoutUserServer(t)
 	defer CloseShared()
 	first, err := SharedTopology(AsyncCommit)
 	if err != nil {
@@ -85,4 +87,16 @@ func leftOver(dirs []string, pids []int, addr string) []string {
 		left = append(left, "the front on "+addr)
 	}
 	return left
+}
+
+// withoutUserServer unsets, for the test, the variables that name a
+// server of the user's (DATABASE_URL, PG*): a topology is built from local
+// server binaries and refuses to start beside one, so that the test runs
+// also when the suite runs against such a server. (An empty PGPORT is not
+// an unset one: the server takes it for its port.)
+func withoutUserServer(t *testing.T) {
+	for _, k := range []string{"DATABASE_URL", "PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE"} {
+		t.Setenv(k, "") // what restores it after the test
+		os.Unsetenv(k)
+	}
 }

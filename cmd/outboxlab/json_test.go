@@ -62,6 +62,7 @@ func TestJSONSchema(t *testing.T) {
 	lines = append(lines, commandLines(t, "check", "--json", "--checks", "1", "--steps", "3", "--seed", "1", "--faults=false", "leased")...)
 	lines = append(lines, commandLines(t, "check", "--json", "--checks", "2", "--seed", "1", "--faults=false", "--shrink-time", "1s", "baseline")...)
 	lines = append(lines, commandLines(t, "check", "--json", "--profile", "--checks", "2", "--seed", "1", "--faults=false", "--shrink-time", "1s", "baseline")...)
+	withoutUserServer(t) // async-commit is built from local binaries
 	lines = append(lines, commandLines(t, "check", "--json", "--topology", "async-commit", "--checks", "2", "--seed", "1", "--faults=false", "--shrink-time", "1s", "baseline")...)
 	results := map[string]bool{}
 	for _, line := range lines {

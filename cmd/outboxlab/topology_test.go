@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -29,6 +30,7 @@ func TestTopologyFlagRefusesAnUnknownName(t *testing.T) {
 // the reproduce line carries it and finds the same failure at its first
 // check; without the flag the run is single's, named in --json only.
 func TestCheckRunsOnTheTopology(t *testing.T) {
+	withoutUserServer(t)
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"check", "--topology", "async-commit", "--checks", "2", "--seed", "1", "--faults=false", "--shrink-time", "1s", "baseline"}, &stdout, &stderr)
 	out := stdout.String()
@@ -64,6 +66,7 @@ func TestCheckRunsOnTheTopology(t *testing.T) {
 // on a single server would be a rewind there (Crash loses the commits
 // since the last WAL write), which its model does not allow for.
 func TestConcurrentOnATopologyRestartsNothing(t *testing.T) {
+	withoutUserServer(t)
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"check", "--concurrent", "--json", "--histories", "4", "--seed", "1", "--topology", "async-commit", "leased"}, &stdout, &stderr)
 	var res concurrentResult
@@ -100,4 +103,16 @@ func TestRelayReproduceNamesTheTopology(t *testing.T) {
 func firstLineOf(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// withoutUserServer unsets, for the test, the variables that name a
+// server of the user's (DATABASE_URL, PG*): a topology is built from local
+// server binaries and refuses to start beside one, so that the test runs
+// also when the suite runs against such a server. (An empty PGPORT is not
+// an unset one: the server takes it for its port.)
+func withoutUserServer(t *testing.T) {
+	for _, k := range []string{"DATABASE_URL", "PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE"} {
+		t.Setenv(k, "") // what restores it after the test
+		os.Unsetenv(k)
+	}
 }
