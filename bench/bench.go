@@ -35,6 +35,11 @@ type Figures struct {
 	ConcurrentOpsPerS   float64 `json:"concurrent_ops_per_s"`
 	RawOpsPerS          float64 `json:"raw_ops_per_s"`
 	LinearizeMSPer1kOps float64 `json:"linearize_ms_per_1k_ops"`
+	// The server faults of the rewinding topologies, each the median of a
+	// few cycles on a deployment started for it (topology.go): measured
+	// only when the server is a local cluster, whose binaries build them.
+	FailoverCycleMS float64 `json:"failover_cycle_ms,omitempty"` // async-standby: MarkDurable, Stall, Failover, reconnect
+	CrashCycleMS    float64 `json:"crash_cycle_ms,omitempty"`    // async-commit: MarkDurable, Crash, reconnect
 }
 
 // Options is a run's budget: the command's full run and the test's quick
@@ -51,14 +56,18 @@ type Options struct {
 	// ConcurrentHistories is how many histories each concurrent figure
 	// runs.
 	ConcurrentHistories int
+	// TopologyCycles is how many failover and crash cycles each topology
+	// figure is the median of.
+	TopologyCycles int
 }
 
 // Full is the budget of `outboxlab bench`: about 75 seconds, most of it
-// shrinking the baseline's counterexamples.
+// shrinking the baseline's counterexamples, and the two deployments of
+// the topology figures.
 func Full() Options {
 	return Options{Samples: 2000, SchemaSamples: 200, KillSamples: 30, Checks: 200,
 		Seeds: []uint64{1, 2, 3, 4, 5}, ThroughputFor: 5 * time.Second, Parallel: []int{1, 2},
-		Config: Config(), ConcurrentHistories: 30}
+		Config: Config(), ConcurrentHistories: 30, TopologyCycles: 5}
 }
 
 // Quick runs every code path once or a few times: a test that the figures
@@ -66,7 +75,7 @@ func Full() Options {
 func Quick() Options {
 	return Options{Samples: 5, SchemaSamples: 2, KillSamples: 1, Checks: 2,
 		Seeds: []uint64{1}, ThroughputFor: 100 * time.Millisecond, Parallel: []int{1, 2},
-		Config: Config(), ConcurrentHistories: 1}
+		Config: Config(), ConcurrentHistories: 1, TopologyCycles: 1}
 }
 
 // Config is the CI configuration without faults: a fault's cost is the
@@ -131,6 +140,13 @@ func (f Figures) Finite() error {
 			return fmt.Errorf("%s is %v", name, v)
 		}
 	}
+	if f.MeasuresTopologies() {
+		for name, v := range map[string]float64{"failover_cycle_ms": f.FailoverCycleMS, "crash_cycle_ms": f.CrashCycleMS} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+				return fmt.Errorf("%s is %v", name, v)
+			}
+		}
+	}
 	if len(f.ChecksPerS) == 0 {
 		return fmt.Errorf("checks_per_s is empty")
 	}
@@ -141,6 +157,11 @@ func (f Figures) Finite() error {
 	}
 	return nil
 }
+
+// MeasuresTopologies reports whether the run takes the topology figures:
+// only on a local cluster, whose binaries build the deployments (not on a
+// user's server or in Docker).
+func (f Figures) MeasuresTopologies() bool { return f.Machine.Server == "local" }
 
 func firstError(fns ...func() error) error {
 	for _, fn := range fns {

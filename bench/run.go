@@ -17,7 +17,7 @@ func Run(ctx context.Context, srv *pgserver.Server, opt Options, progress io.Wri
 	r := &runner{ctx: ctx, srv: srv, opt: opt, progress: progress,
 		f: Figures{ChecksPerS: map[string]float64{}, Machine: Host(srv)}}
 	defer r.close()
-	err := firstError(r.install, r.sqlFigures, r.killCycle, r.stateMachine, r.baseline, r.throughput, r.concurrent)
+	err := firstError(r.install, r.sqlFigures, r.killCycle, r.stateMachine, r.baseline, r.throughput, r.concurrent, r.topologies)
 	return r.f, err
 }
 
@@ -148,4 +148,32 @@ func (r *runner) concurrent() error {
 		r.f.ConcurrentOpsPerS, r.f.RawOpsPerS, r.f.LinearizeMSPer1kOps = c.OpsPerS, c.RawOpsPerS, c.LinearizeMS
 		return err
 	})
+}
+
+// topologies times the failover and crash cycles, last: each starts and
+// stops a deployment of its own, which would disturb the figures before.
+func (r *runner) topologies() error {
+	if !r.f.MeasuresTopologies() {
+		fmt.Fprintf(r.progress, "bench: failover and crash cycles: not measured, the server is not a local cluster (%s)\n", r.srv.Source)
+		return nil
+	}
+	for _, c := range []struct {
+		topo  pgserver.Topology
+		what  string
+		cycle func(*pgserver.Server) *Probe
+		ms    *float64
+	}{
+		{pgserver.AsyncStandby, "failover cycle", FailoverCycle, &r.f.FailoverCycleMS},
+		{pgserver.AsyncCommit, "crash cycle", CrashCycle, &r.f.CrashCycleMS},
+	} {
+		err := r.step(fmt.Sprintf("%s on %s, %d cycles", c.what, c.topo, r.opt.TopologyCycles), func() error {
+			d, err := topologyCycle(r.ctx, c.topo, r.opt.TopologyCycles, c.cycle)
+			*c.ms = ms(d)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -72,11 +72,15 @@ func Run(protocolPath string, opts ...Option) (Result, error) {
 	if _, err := b.shard.Seeds(b.seed, b.checks); !b.shard.Whole() && err != nil {
 		return Result{}, err
 	}
+	topo, err := pgserver.ParseTopology(string(o.topology))
+	if err != nil {
+		return Result{}, fmt.Errorf("outboxlabtest.Topology: %w", err)
+	}
 	p, err := sut.Resolve(protocolPath)
 	if err != nil {
 		return Result{}, err
 	}
-	srv, err := pgserver.Shared()
+	srv, err := pgserver.SharedTopology(topo)
 	if err != nil {
 		return Result{}, err
 	}

@@ -20,6 +20,9 @@
 // The server is found or started as the command does: DATABASE_URL (or
 // the libpq PG* variables), else a throwaway cluster from local PostgreSQL
 // server binaries, else a Docker container; Main stops whatever was started.
+// With Topology, the check runs on that deployment instead (async-commit,
+// async-standby, sync-standby), which the harness builds from local server
+// binaries.
 //
 // The budget follows rapid's flags and variables, which win over the
 // options in code: -rapid.checks (RAPID_CHECKS), -rapid.steps

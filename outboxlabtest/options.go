@@ -2,6 +2,7 @@ package outboxlabtest
 
 import (
 	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/search"
 )
 
@@ -9,16 +10,17 @@ import (
 type Option func(*options)
 
 type options struct {
-	cfg     machine.Config
-	checks  int
-	steps   int
-	seed    uint64
-	shard   search.Shard
-	profile bool
+	cfg      machine.Config
+	checks   int
+	steps    int
+	seed     uint64
+	shard    search.Shard
+	profile  bool
+	topology pgserver.Topology
 }
 
 func newOptions(opts []Option) options {
-	o := options{cfg: machine.Default()}
+	o := options{cfg: machine.Default(), topology: pgserver.Single}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -61,3 +63,11 @@ func Seed(seed uint64) Option { return func(o *options) { o.seed = seed } }
 // seed set (Seed, -rapid.seed or RAPID_SEED): shards of one run must start
 // from the same one.
 func Shard(k, n int) Option { return func(o *options) { o.shard = search.Shard{K: k, N: n} } }
+
+// Topology runs the check on that deployment (outboxlab check --topology):
+// pgserver.Single (the default), AsyncCommit, AsyncStandby or SyncStandby,
+// or their names ("async-standby"). Every topology but single is built from
+// local server binaries, one per test binary, shared by its checks; an
+// unknown name is bad input. The result names the topology, and so does
+// the failure's outboxlab reproduce line.
+func Topology(t pgserver.Topology) Option { return func(o *options) { o.topology = t } }

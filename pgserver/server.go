@@ -93,8 +93,14 @@ func userConnString() (string, bool) {
 // ConnString is the connection string for the server's database.
 func (s *Server) ConnString() string { return s.connString }
 
-// Owned reports whether the harness owns the server and may crash it.
-func (s *Server) Owned() bool { return s.cluster != nil || s.deploy != nil }
+// Owned reports whether the harness owns the server and may crash and
+// restart it (Crash) losing no committed transaction: Fault() is
+// FaultRestart, what the db_restart fault needs. A deployment of another
+// topology is the harness's too, but Crash means something else there (a
+// rewind under AsyncCommit, a refusal on a standby topology): it is not
+// Owned, so that a caller that knows only the restart leaves it alone, and
+// its fault is had through Fault.
+func (s *Server) Owned() bool { return s.cluster != nil }
 
 // Crash stops the server immediately (open transactions are lost, committed
 // ones survive) and starts it again on the same port and data directory.

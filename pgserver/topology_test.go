@@ -56,8 +56,9 @@ func TestAsyncCommitCrashLosesWhatMarkDurableDidNotCover(t *testing.T) {
 	srv := startTestTopology(t, AsyncCommit)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if srv.Fault() != FaultCrash || !srv.Topology.Rewinds() {
-		t.Fatalf("async-commit: fault %q, rewinds %v", srv.Fault(), srv.Topology.Rewinds())
+	if srv.Fault() != FaultCrash || !srv.Topology.Rewinds() || srv.Owned() {
+		t.Fatalf("async-commit: fault %q, rewinds %v, owned %v; want crash, true and false (its Crash is no restart)",
+			srv.Fault(), srv.Topology.Rewinds(), srv.Owned())
 	}
 	conn := connectFront(t, srv)
 	mustExec(t, conn, "CREATE TABLE rewind_probe (v int)")

@@ -45,7 +45,8 @@ type Run struct {
 // flags must be usable (under go test, or after testing.Init and flag
 // parsing); Check sets the budget in them and restores them.
 func Check(srv *pgserver.Server, inst *sut.Instance, r Run) Result {
-	res := Result{Protocol: inst.Proto.Name, Seed: r.Seed, Counterexample: []string{}, Coverage: map[string]int{}, NotExercised: NotExercised(inst.Proto)}
+	res := Result{Protocol: inst.Proto.Name, Topology: TopologyOf(srv), Seed: r.Seed, Counterexample: []string{}, Coverage: map[string]int{},
+		NotExercised: append(NotExercised(inst.Proto), serverFaultLeftOut(srv, r.Cfg)...)}
 	if !r.Shard.Whole() {
 		res.Shard = r.Shard.String()
 	}
@@ -91,7 +92,7 @@ func check(s search.Searcher, r Run, res Result) Result {
 		res.Counterexample = c.Program
 		res.CounterexampleSteps = c.Steps()
 		res.Checks = c.Checks
-		res.Reproduce = Reproduce(s.Inst.Proto, c.FailingSeed(r.Seed), r.Cfg)
+		res.Reproduce = Reproduce(s.Inst.Proto, c.FailingSeed(r.Seed), r.Cfg, s.Srv.Topology)
 		if r.OnFailure != nil {
 			r.OnFailure(s.Harness, c, res)
 		}
@@ -100,6 +101,18 @@ func check(s search.Searcher, r Run, res Result) Result {
 		res.Error = firstLine(c.Report)
 	}
 	return res
+}
+
+// serverFaultLeftOut says so when the run has faults but its server's fault
+// is not the restart (srv.Owned), the only server fault the machine
+// injects: a topology's crash or failover is then left out.
+func serverFaultLeftOut(srv *pgserver.Server, cfg machine.Config) []string {
+	f := srv.Fault()
+	if !cfg.Faults || f == pgserver.FaultNone || f == pgserver.FaultRestart {
+		return nil
+	}
+	return []string{fmt.Sprintf("the %s server's fault (%s): the machine injects only a single server's restart; "+
+		"this run had the worker and network faults alone", srv.Topology, f)}
 }
 
 // seeds are the shard's seeds, nil for the whole budget.
@@ -153,11 +166,20 @@ func startHarness(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config) 
 	return h, func() { detach(); h.Close() }, nil
 }
 
+// TopologyOf names the server's topology as a Result does: single for a
+// server Start gave.
+func TopologyOf(srv *pgserver.Server) string {
+	if srv.Topology == "" {
+		return string(pgserver.Single)
+	}
+	return string(srv.Topology)
+}
+
 // Reproduce is the command that runs the failing check alone: its seed, a
 // budget of one check, and whatever else changes the program drawn (the
-// steps, the workers, the faults). Under -short rapid halves the steps, so
-// the command asks for that many.
-func Reproduce(p *sut.Protocol, seed uint64, cfg machine.Config) string {
+// steps, the workers, the faults, the topology). Under -short rapid halves
+// the steps, so the command asks for that many.
+func Reproduce(p *sut.Protocol, seed uint64, cfg machine.Config, topo pgserver.Topology) string {
 	arg := p.Name
 	if !strings.HasPrefix(p.File, "builtin/") {
 		arg = p.File
@@ -177,6 +199,9 @@ func Reproduce(p *sut.Protocol, seed uint64, cfg machine.Config) string {
 	}
 	if cfg.NoSplitSteps {
 		cmd += " --split=false"
+	}
+	if topo != "" && topo != pgserver.Single {
+		cmd += " --topology " + string(topo)
 	}
 	return cmd + " " + arg
 }

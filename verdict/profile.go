@@ -47,7 +47,7 @@ func profile(s search.Searcher, r Run, res Result) Result {
 // PrintProfile writes a profile as a table, each broken property with its
 // counterexample.
 func PrintProfile(w io.Writer, r Result) {
-	fmt.Fprintf(w, "%s: profile (%d checks in all, %.1fs, seed %d)\n", r.Protocol, r.Checks, r.Seconds, r.Seed)
+	fmt.Fprintf(w, "%s: profile (%d checks in all, %.1fs, seed %d)\n", Label(r.Protocol, r.Topology), r.Checks, r.Seconds, r.Seed)
 	marks := map[string]string{search.Holds: "✓", search.Breaks: "✗", search.NotDeclared: "-", search.Unknown: "?"}
 	for _, e := range r.Profile {
 		line := fmt.Sprintf("  %s %-18s %s", marks[e.Verdict], e.Property, e.Verdict)

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/sut"
 )
 
@@ -25,7 +26,11 @@ const (
 // Result is one protocol's verdict, the JSON object `check --json` prints
 // (one per protocol, one per line).
 type Result struct {
-	Protocol       string   `json:"protocol"`
+	Protocol string `json:"protocol"`
+	// Topology is where the protocol's server ran (pgserver.Topologies):
+	// "single" unless check --topology or outboxlabtest.Topology chose
+	// another.
+	Topology       string   `json:"topology"`
 	Result         string   `json:"result"` // pass, fail, inconclusive or error
 	Seed           uint64   `json:"seed"`
 	Shard          string   `json:"shard,omitempty"` // K/N when the run was one shard of a budget
@@ -73,28 +78,38 @@ func NotExercised(p *sut.Protocol) []string {
 	return out
 }
 
+// Label is how a result line names the protocol: with its topology in
+// brackets when that is not single (leased [async-standby]).
+func Label(protocol, topology string) string {
+	if topology == "" || topology == string(pgserver.Single) {
+		return protocol
+	}
+	return protocol + " [" + topology + "]"
+}
+
 // Print writes a check's result as `outboxlab check` prints it: the
 // verdict, a counterexample with its rule and reproduce line, coverage.
 func Print(w io.Writer, r Result) {
+	name := Label(r.Protocol, r.Topology)
 	shard := ""
 	if r.Shard != "" {
 		shard = ", shard " + r.Shard
 	}
 	switch r.Result {
 	case Pass:
-		fmt.Fprintf(w, "%s: pass (%d checks, %d steps, %.1fs, seed %d%s)\n", r.Protocol, r.Checks, r.Steps, r.Seconds, r.Seed, shard)
+		fmt.Fprintf(w, "%s: pass (%d checks, %d steps, %.1fs, seed %d%s)\n", name, r.Checks, r.Steps, r.Seconds, r.Seed, shard)
 	case Inconclusive:
 		fmt.Fprintf(w, "%s: INCONCLUSIVE: no counterexample, but the run never exercised %s (%d checks, %d steps, seed %d%s): raise --checks or --steps\n",
-			r.Protocol, strings.Join(r.Uncovered, ", "), r.Checks, r.Steps, r.Seed, shard)
+			name, strings.Join(r.Uncovered, ", "), r.Checks, r.Steps, r.Seed, shard)
 	case Fail:
-		fmt.Fprintf(w, "%s: FAIL: %s (found at check %d, %.1fs including shrinking)\n", r.Protocol, r.Violation, r.Checks, r.Seconds)
+		fmt.Fprintf(w, "%s: FAIL: %s (found at check %d, %.1fs including shrinking)\n", name, r.Violation, r.Checks, r.Seconds)
 		fmt.Fprintln(w, "  counterexample (shrunk):")
 		for _, line := range r.Counterexample {
 			fmt.Fprintln(w, "    "+line)
 		}
 		fmt.Fprintf(w, "  broken invariant: %s\n  reproduce: %s\n", r.Violation, r.Reproduce)
 	default:
-		fmt.Fprintf(w, "%s: ERROR: %s\n", r.Protocol, r.Error)
+		fmt.Fprintf(w, "%s: ERROR: %s\n", name, r.Error)
 		return
 	}
 	fmt.Fprintln(w, "  coverage:")

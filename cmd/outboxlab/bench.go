@@ -91,12 +91,13 @@ func printFigures(w io.Writer, f bench.Figures) {
 	fmt.Fprintf(w, "machine: %d CPUs (%s), %s, %s, PostgreSQL %s (%s), load %s\n\n", m.CPUs, m.CPU, m.OS, m.Go, m.Postgres, m.Server, m.Load)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIGURE\tVALUE\tWHAT")
-	rows := []struct {
+	type row struct {
 		name  string
 		value float64
 		unit  string
 		what  string
-	}{
+	}
+	rows := []row{
 		{"sql_floor_us", f.SQLFloorUS, "us", "median SELECT 1 round trip (pgx statement cache)"},
 		{"step_us", f.StepUS, "us", "median over checks of check time / steps, checks included"},
 		{"sql_share", f.SQLShare, "", "state machine time spent waiting on PostgreSQL"},
@@ -109,6 +110,11 @@ func printFigures(w io.Writer, f bench.Figures) {
 		{"raw_ops_per_s", f.RawOpsPerS, "", "the same statements from as many plain pgx connections"},
 		{"linearize_ms_per_1k_ops", f.LinearizeMSPer1kOps, "ms", "porcupine's check time per 1000 recorded operations"},
 	}
+	if f.MeasuresTopologies() {
+		rows = append(rows,
+			row{"failover_cycle_ms", f.FailoverCycleMS, "ms", "median async-standby MarkDurable, Stall, Failover (kill, promote, rebuild), reconnect"},
+			row{"crash_cycle_ms", f.CrashCycleMS, "ms", "median async-commit MarkDurable, Crash (kill, crash recovery), reconnect"})
+	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%.3f %s\t%s\n", r.name, r.value, r.unit, r.what)
 	}
@@ -117,6 +123,9 @@ func printFigures(w io.Writer, f bench.Figures) {
 		fmt.Fprintf(tw, "checks_per_s[%s]\t%.0f\t%s parallel run(s), separate schemas\n", p, f.ChecksPerS[p], p)
 	}
 	tw.Flush()
+	if !f.MeasuresTopologies() {
+		fmt.Fprintf(w, "failover_cycle_ms, crash_cycle_ms: not measured (the topologies need a local cluster's binaries; the server is %s)\n", m.Server)
+	}
 	fmt.Fprintln(w)
 	for _, t := range f.Targets() {
 		verdict := "met"

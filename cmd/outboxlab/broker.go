@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/broker"
+	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/relay"
 	"github.com/outboxlab/outboxlab/sut"
 	"github.com/outboxlab/outboxlab/verdict"
@@ -67,7 +68,7 @@ func runBroker(protocols []*sut.Protocol, f checkFlags, stdout, stderr io.Writer
 	if f.checks == 0 {
 		f.checks = relayChecks
 	}
-	_, insts, err := installAll(protocols)
+	srv, insts, err := installAll(f.topo.Topology, protocols)
 	if err != nil {
 		fmt.Fprintln(stderr, "outboxlab:", err)
 		return exitBad
@@ -83,7 +84,7 @@ func runBroker(protocols []*sut.Protocol, f checkFlags, stdout, stderr io.Writer
 	defer b.Close()
 	code := exitPass
 	for _, inst := range insts {
-		res := brokerOne(inst, b, opts, f)
+		res := brokerOne(srv, inst, b, opts, f)
 		code = worseExit(code, res.Result)
 		if f.asJSON {
 			enc := json.NewEncoder(stdout)
@@ -99,8 +100,8 @@ func runBroker(protocols []*sut.Protocol, f checkFlags, stdout, stderr io.Writer
 	return code
 }
 
-func brokerOne(inst *sut.Instance, b *broker.Broker, opts relay.Options, f checkFlags) brokerResult {
-	res := brokerResult{checkResult: checkResult{Protocol: inst.Proto.Name, Seed: f.seed, Counterexample: []string{}},
+func brokerOne(srv *pgserver.Server, inst *sut.Instance, b *broker.Broker, opts relay.Options, f checkFlags) brokerResult {
+	res := brokerResult{checkResult: checkResult{Protocol: inst.Proto.Name, Topology: verdict.TopologyOf(srv), Seed: f.seed, Counterexample: []string{}},
 		Broker: b.Describe(), Variant: f.broker.variant}
 	cfg := relay.DefaultConfig()
 	cfg.Faults = f.faults
@@ -162,5 +163,5 @@ func relayReproduce(p *sut.Protocol, seed uint64, f checkFlags) string {
 	if !f.faults {
 		cmd += " --faults=false"
 	}
-	return cmd + " " + arg
+	return cmd + f.topo.rerun() + " " + arg
 }

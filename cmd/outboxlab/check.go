@@ -35,6 +35,7 @@ type checkFlags struct {
 	waiting bool
 	split   bool
 	broker  brokerFlags // relay mode (broker.go)
+	topo    topologyFlag
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -54,6 +55,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	addReportFlag(fs, &f.report)
 	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed (docs/libraries.md)")
 	fs.Var(&f.shard, "shard", "K/N: run part K of N of the budget, disjoint seed ranges (needs --seed; docs/nightly.md)")
+	addTopologyFlag(fs, &f.topo)
 	f.broker.register(fs)
 	cf := addConcurrentFlags(fs)
 	fs.Usage = func() {
@@ -92,7 +94,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "outboxlab check: --shard:", err)
 		return exitBad
 	}
-	srv, insts, err := installAll(protocols)
+	srv, insts, err := installAll(f.topo.Topology, protocols)
 	if err != nil {
 		fmt.Fprintln(stderr, "outboxlab:", err)
 		return exitBad

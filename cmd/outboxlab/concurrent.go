@@ -12,6 +12,7 @@ import (
 	"github.com/outboxlab/outboxlab/concurrent"
 	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/sut"
+	"github.com/outboxlab/outboxlab/verdict"
 )
 
 // concurrentFlags are `check --concurrent` and its budget.
@@ -40,7 +41,8 @@ func addConcurrentFlags(fs *flag.FlagSet) *concurrentFlags {
 // object `check --concurrent --json` prints.
 type concurrentResult struct {
 	Protocol       string         `json:"protocol"`
-	Result         string         `json:"result"` // pass, fail or error
+	Topology       string         `json:"topology"` // as for check --json
+	Result         string         `json:"result"`   // pass, fail or error
 	Seed           uint64         `json:"seed"`
 	Histories      int            `json:"histories"`
 	Ops            int            `json:"ops"`
@@ -80,7 +82,7 @@ func runConcurrent(srv *pgserver.Server, insts []*sut.Instance, f checkFlags, cf
 }
 
 func concurrentOne(srv *pgserver.Server, inst *sut.Instance, cfg concurrent.Config) concurrentResult {
-	res := concurrentResult{Protocol: inst.Proto.Name, Seed: cfg.Seed, Counterexample: []string{}}
+	res := concurrentResult{Protocol: inst.Proto.Name, Topology: verdict.TopologyOf(srv), Seed: cfg.Seed, Counterexample: []string{}}
 	start := time.Now()
 	r, err := concurrent.NewRunner(srv, inst, cfg)
 	if err != nil {
@@ -105,14 +107,15 @@ func concurrentOne(srv *pgserver.Server, inst *sut.Instance, cfg concurrent.Conf
 }
 
 func printConcurrent(w io.Writer, r concurrentResult) {
+	name := verdict.Label(r.Protocol, r.Topology)
 	switch r.Result {
 	case "pass":
-		fmt.Fprintf(w, "%s: pass: %d histories, %d operations, every one linearizable (%.1fs, seed %d)\n", r.Protocol, r.Histories, r.Ops, r.Seconds, r.Seed)
+		fmt.Fprintf(w, "%s: pass: %d histories, %d operations, every one linearizable (%.1fs, seed %d)\n", name, r.Histories, r.Ops, r.Seconds, r.Seed)
 		if r.Undecided > 0 {
 			fmt.Fprintf(w, "  %d histories undecided: the checker ran out of time on them\n", r.Undecided)
 		}
 	case "fail":
-		fmt.Fprintf(w, "%s: FAIL: %s (history %d, %.1fs including shrinking, seed %d)\n", r.Protocol, r.Violation, r.Histories, r.Seconds, r.Seed)
+		fmt.Fprintf(w, "%s: FAIL: %s (history %d, %.1fs including shrinking, seed %d)\n", name, r.Violation, r.Histories, r.Seconds, r.Seed)
 		part := "failing part of the history (shrunk; call .. return, ms)"
 		if len(r.Witness) == 0 {
 			part = "the history up to the failure (call .. return, ms)"
@@ -128,7 +131,7 @@ func printConcurrent(w io.Writer, r concurrentResult) {
 			fmt.Fprintf(w, "  searched from a failing prefix of %d operations (every operation left out starts after it ends, so it fails on its own): %s\n", len(r.Witness), r.WitnessHTML)
 		}
 	default:
-		fmt.Fprintf(w, "%s: ERROR: %s\n", r.Protocol, r.Error)
+		fmt.Fprintf(w, "%s: ERROR: %s\n", name, r.Error)
 		return
 	}
 	if len(r.Faults) > 0 {

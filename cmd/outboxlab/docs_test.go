@@ -203,11 +203,11 @@ func TestHelpNamesDocsPages(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"check", "-h"}, []string{"concurrent", "faults", "races", "libraries", "report", "nightly", "json", "relay", "verdicts", "protocol-format"}},
+		{[]string{"check", "-h"}, []string{"concurrent", "faults", "races", "libraries", "report", "nightly", "json", "relay", "verdicts", "protocol-format", "server"}},
 		{[]string{"bench", "-h"}, []string{"performance", "backlog"}},
 		{[]string{"bench", "--backlog", "-h"}, []string{"backlog"}},
 		{[]string{"bench", "--only", "concurrent", "-h"}, []string{"performance"}},
-		{[]string{"scenarios", "-h"}, []string{"evidence"}},
+		{[]string{"scenarios", "-h"}, []string{"evidence", "server"}},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(c.args, &stdout, &stderr); code != exitPass {

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/outboxlab/outboxlab/bench"
-	"github.com/outboxlab/outboxlab/scenarios"
 	"github.com/outboxlab/outboxlab/verdict"
 )
 
@@ -29,7 +28,8 @@ func TestJSONSchema(t *testing.T) {
 	types := map[string]reflect.Type{
 		"check":         reflect.TypeFor[verdict.Result](),
 		"profile_entry": reflect.TypeFor[verdict.ProfileEntry](),
-		"scenario":      reflect.TypeFor[scenarios.Result](),
+		"scenario":      reflect.TypeFor[scenarioResult](),
+		"concurrent":    reflect.TypeFor[concurrentResult](),
 		"bench":         reflect.TypeFor[bench.Figures](),
 		"bench_machine": reflect.TypeFor[bench.Machine](),
 	}
@@ -62,6 +62,8 @@ func TestJSONSchema(t *testing.T) {
 	lines = append(lines, commandLines(t, "check", "--json", "--checks", "1", "--steps", "3", "--seed", "1", "--faults=false", "leased")...)
 	lines = append(lines, commandLines(t, "check", "--json", "--checks", "2", "--seed", "1", "--faults=false", "--shrink-time", "1s", "baseline")...)
 	lines = append(lines, commandLines(t, "check", "--json", "--profile", "--checks", "2", "--seed", "1", "--faults=false", "--shrink-time", "1s", "baseline")...)
+	withoutUserServer(t) // async-commit is built from local binaries
+	lines = append(lines, commandLines(t, "check", "--json", "--topology", "async-commit", "--checks", "2", "--seed", "1", "--faults=false", "--shrink-time", "1s", "baseline")...)
 	results := map[string]bool{}
 	for _, line := range lines {
 		if errs := validateLine(docs, "check", line); len(errs) > 0 {
@@ -77,6 +79,11 @@ func TestJSONSchema(t *testing.T) {
 	for _, line := range commandLines(t, "scenarios", "--json", "leased") {
 		if errs := validateLine(docs, "scenario", line); len(errs) > 0 {
 			t.Errorf("scenarios --json output %s:\n  %s", line, strings.Join(errs, "\n  "))
+		}
+	}
+	for _, line := range commandLines(t, "check", "--concurrent", "--json", "--histories", "1", "--seed", "1", "leased") {
+		if errs := validateLine(docs, "concurrent", line); len(errs) > 0 {
+			t.Errorf("check --concurrent --json output %s:\n  %s", line, strings.Join(errs, "\n  "))
 		}
 	}
 	renamed := strings.Replace(lines[0], `"protocol":`, `"name":`, 1)

@@ -25,6 +25,8 @@ const usage = `usage:
   outboxlab bench --backlog [PROTOCOL ...]     a protocol's claim as its table grows (default: leased)
 
 PROTOCOL is a protocol file or a built-in name (leased, baseline).
+check and scenarios run on a single server, or on the deployment
+--topology NAME builds (docs/server.md).
 Run "outboxlab COMMAND -h" for a command's flags.
 `
 

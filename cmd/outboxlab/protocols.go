@@ -26,10 +26,11 @@ func loadAll(args []string) ([]*sut.Protocol, error) {
 	return out, nil
 }
 
-// installAll starts (or finds) the server and installs every protocol in a
-// schema of its own, checking each with the server before any step runs.
-func installAll(protocols []*sut.Protocol) (*pgserver.Server, []*sut.Instance, error) {
-	srv, err := pgserver.Shared()
+// installAll starts (or finds) the topology's server and installs every
+// protocol in a schema of its own, checking each with the server before any
+// step runs.
+func installAll(topo pgserver.Topology, protocols []*sut.Protocol) (*pgserver.Server, []*sut.Instance, error) {
+	srv, err := pgserver.SharedTopology(topo)
 	if err != nil {
 		return nil, nil, err
 	}

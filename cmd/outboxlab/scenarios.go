@@ -9,14 +9,24 @@ import (
 	"text/tabwriter"
 
 	"github.com/outboxlab/outboxlab/scenarios"
+	"github.com/outboxlab/outboxlab/verdict"
 )
+
+// scenarioResult is one scenario's result, the JSON object `scenarios
+// --json` prints: the scenario's, with the topology it ran on.
+type scenarioResult struct {
+	scenarios.Result
+	Topology string `json:"topology"`
+}
 
 func runScenarios(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("scenarios", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object per scenario")
+	var topo topologyFlag
+	addTopologyFlag(fs, &topo)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: outboxlab scenarios [--json] [PROTOCOL ...]")
+		fmt.Fprintln(fs.Output(), "usage: outboxlab scenarios [--json] [--topology NAME] [PROTOCOL ...]")
 		fmt.Fprintln(fs.Output(), "The article's six tests, and what they miss that check finds: docs/evidence.md.")
 		fs.PrintDefaults()
 	}
@@ -28,7 +38,7 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "outboxlab:", err)
 		return exitBad
 	}
-	_, insts, err := installAll(protocols)
+	srv, insts, err := installAll(topo.Topology, protocols)
 	if err != nil {
 		fmt.Fprintln(stderr, "outboxlab:", err)
 		return exitBad
@@ -40,8 +50,10 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(tw, "PROTOCOL\tSCENARIO\tRESULT\tDETAIL")
 	}
 	enc := json.NewEncoder(stdout)
+	topology := verdict.TopologyOf(srv)
 	for _, inst := range insts {
 		passed := 0
+		name := verdict.Label(inst.Proto.Name, topology)
 		for _, r := range scenarios.Run(context.Background(), inst) {
 			if r.Result == "pass" {
 				passed++
@@ -49,13 +61,13 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 				code = exitFail
 			}
 			if *asJSON {
-				enc.Encode(r)
+				enc.Encode(scenarioResult{r, topology})
 			} else {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Protocol, r.Scenario, r.Result, r.Detail)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, r.Scenario, r.Result, r.Detail)
 			}
 		}
 		if !*asJSON {
-			fmt.Fprintf(tw, "%s\t%d/%d passed\t\t\n", inst.Proto.Name, passed, len(scenarios.All))
+			fmt.Fprintf(tw, "%s\t%d/%d passed\t\t\n", name, passed, len(scenarios.All))
 		}
 	}
 	tw.Flush()
