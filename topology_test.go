@@ -159,3 +159,80 @@ func TestLeasedHoldsOnSyncStandby(t *testing.T) {
 		t.Fatal("no failover ran")
 	}
 }
+
+// topologyDir holds the protocols whose verdict depends on the topology,
+// each with a "-- expect: TOPOLOGY pass" or "-- expect: TOPOLOGY fail:
+// RULE" line per topology it is held to.
+const topologyDir = "testdata/topologies"
+
+// ciTopologyFile is the correct token file CI runs on every topology (the
+// issue's budget: leased and one token file each, the rest nightly).
+const ciTopologyFile = "token_uuid"
+
+// topologyExpectation is one "-- expect:" line.
+type topologyExpectation struct {
+	topo pgserver.Topology
+	rule string // "" for a pass
+}
+
+func topologyExpectations(t *testing.T, path string) []topologyExpectation {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []topologyExpectation
+	for i, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "-- expect: ")
+		if !ok {
+			continue
+		}
+		name, verdict, _ := strings.Cut(rest, " ")
+		topo, err := pgserver.ParseTopology(name)
+		rule, fails := strings.CutPrefix(verdict, "fail: ")
+		if !fails {
+			rule = ""
+		}
+		if err != nil || !fails && verdict != "pass" || fails && rule == "" {
+			t.Fatalf("%s:%d: want -- expect: TOPOLOGY pass|fail: RULE, got %q", path, i+1, line)
+		}
+		out = append(out, topologyExpectation{topo, rule})
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no -- expect: lines", path)
+	}
+	return out
+}
+
+// TestTopologyEvidence: every file in testdata/topologies gets its
+// expected verdict on every topology it names, from seed 1, at the default
+// budget (the nightly's matrix, OUTBOXLAB_TOPOLOGY_MATRIX=1); CI runs the
+// correct token file on every topology, at a fifth of it.
+func TestTopologyEvidence(t *testing.T) {
+	honestSearch(t)
+	setRapidFlag(t, "rapid.seed", "1")
+	if !fullTopologyMatrix() {
+		setRapidFlag(t, "rapid.checks", "20")
+	}
+	for _, f := range protocolFiles(t, topologyDir) {
+		for _, want := range topologyExpectations(t, f.path) {
+			if !fullTopologyMatrix() && f.name != ciTopologyFile {
+				continue
+			}
+			t.Run(f.name+"/"+string(want.topo), func(t *testing.T) {
+				h := topologyHarness(t, want.topo, f.path, machine.Default())
+				c := search.Measure(t.Name(), h, h.Check)
+				program := strings.Join(c.Program, "\n")
+				switch {
+				case want.rule == "" && c.Caught:
+					t.Fatalf("%s failed on %s: %v\n%s", f.name, want.topo, c.Failure, program)
+				case want.rule != "" && (c.Failure == nil || !strings.Contains(c.Failure.Rule, want.rule)):
+					t.Fatalf("%s on %s: caught %v (%v), want a failure %q\n%s", f.name, want.topo, c.Caught, c.Failure, want.rule, program)
+				}
+				if fullTopologyMatrix() && want.topo.Rewinds() && h.Coverage.Counts()[machine.CovRewind] == 0 {
+					t.Errorf("no rewind lost anything on %s", want.topo)
+				}
+			})
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/sut"
 	"pgregory.net/rapid"
 )
@@ -62,7 +63,7 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		if name == ActRescue && !r.h.Inst.Proto.Has(sut.Rescue) {
 			continue
 		}
-		if name == ActDBRestart && (r.h.Faults == nil || !r.h.Faults.CanRestart()) {
+		if name == ActDBRestart && (r.h.Faults == nil || r.h.Faults.ServerFault() == pgserver.FaultNone) {
 			continue
 		}
 		if _, ok := r.durableOp(); (name == ActDBDurable || name == ActReissued) && !ok {

@@ -61,6 +61,7 @@ func (r *run) claimOutcome(rows []worker.ClaimRow) model.Outcome {
 	out := model.Outcome{Kind: model.Claimed, Event: rows[0].Event, Gen: rows[0].Gen}
 	for i, row := range rows {
 		r.claimedIDs[row.Event] = row.ID
+		r.noteClaimed(row.Event, row.Token)
 		if i > 0 {
 			out.More = append(out.More, model.Grant{Event: row.Event, Gen: row.Gen})
 		}
@@ -111,7 +112,8 @@ func (r *run) outcomeRequest(op model.Op) worker.Request {
 	if !ok {
 		r.t.Fatalf("harness: %v: %s never received that claim", op, op.Worker) // the action's bug
 	}
-	return worker.Request{Op: strings.ToLower(string(op.Kind)), ID: id, Gen: op.Gen}
+	c := model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}
+	return worker.Request{Op: strings.ToLower(string(op.Kind)), ID: id, Gen: op.Gen, Token: r.tokenOf(c)}
 }
 
 // request sends one request to a worker and sorts out what an error means.

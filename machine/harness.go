@@ -73,7 +73,8 @@ type FaultInjector interface {
 	LoseRequest(w string) (undo func(), err error)
 	// LoseReply lets w's next statement run and commit, and loses its reply.
 	LoseReply(w string) (undo func(), err error)
-	// CanRestart reports whether the server may be crashed and restarted.
+	// CanRestart reports whether the server may be crashed and restarted
+	// losing nothing (single): the concurrent mode's restart.
 	CanRestart() bool
 	// Restart crashes the server and starts it again: under async-commit
 	// a crash that loses the unflushed WAL.

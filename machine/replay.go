@@ -204,7 +204,7 @@ func (r *run) canReplay(op model.Op) error {
 		// waiting, no split open. What a restart does is the same each
 		// time (open transactions lost, running workers reconnected,
 		// paused ones left with a broken connection), so it replays.
-		if r.h.Faults == nil || !r.h.Faults.CanRestart() || r.waiting != nil || r.split != nil {
+		if r.h.Faults == nil || r.h.Faults.ServerFault() == pgserver.FaultNone || r.waiting != nil || r.split != nil {
 			return fmt.Errorf("the server cannot restart now")
 		}
 		if f := r.h.Faults.ServerFault(); f != pgserver.FaultRestart {

@@ -50,11 +50,15 @@ type run struct {
 	// replication to the standby is stopped (rewind.go).
 	since   *rewindLog
 	stalled bool
+	// tokens are the fencing tokens of a fence=token protocol (tokens.go).
+	tokens tokenBook
 }
 
 func (r *run) model() model.State { return r.states[0] }
 
-func (r *run) hasGen() bool { return r.h.Inst.Statements.HasGen }
+// hasGen reports whether the model predicts the generation: a counter, not
+// a token (tokens.go).
+func (r *run) hasGen() bool { return r.h.Inst.Statements.HasGen && !r.fenceToken() }
 
 func (r *run) log(line string) {
 	r.traceLine(line)
@@ -124,6 +128,7 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 		}
 	}
 	if got.Kind == model.Claimed && len(next) > 0 {
+		r.checkTokens(op, got)
 		for _, g := range got.Grants() {
 			r.claimIDs[model.Claim{Worker: op.Worker, Event: g.Event, Gen: g.Gen}] = r.claimedIDs[g.Event]
 		}
@@ -232,9 +237,12 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 	rows := r.readState(op)
 	views := viewsOf(rows)
 	r.traceStates(next, views)
+	tokens := map[string]string{}
 	for _, row := range rows {
 		r.ids[row.Event] = row.ID
+		tokens[row.Event] = row.Token
 	}
+	r.seeTokens(tokens)
 	if err := model.CheckRows(views); err != nil {
 		r.fail(ruleOf(err.Error()), err.Error())
 	}

@@ -128,7 +128,7 @@ func (m TraceRow) agrees(p TraceRow) bool {
 // sometimes) is a trace with another violation, or none.
 func (h *Harness) Trace(p Program) (*Trace, error) {
 	rec := &recorder{t: &Trace{Protocol: h.Inst.Proto.Name, Policy: h.policy().String(),
-		Workers: slices.Clone(p.Workers), Events: slices.Clone(p.Events), HasGen: h.Inst.Statements.HasGen}}
+		Workers: slices.Clone(p.Workers), Events: slices.Clone(p.Events), HasGen: h.Inst.Statements.HasGen && !h.Inst.Statements.Token}}
 	rec.t.Setup = TraceStep{Actor: ActorFixture, Kind: model.Enqueue, Op: "setup"}
 	rec.cur = &rec.t.Setup
 	h.mu.Lock()

@@ -46,7 +46,7 @@ type Run struct {
 // parsing); Check sets the budget in them and restores them.
 func Check(srv *pgserver.Server, inst *sut.Instance, r Run) Result {
 	res := Result{Protocol: inst.Proto.Name, Topology: TopologyOf(srv), Seed: r.Seed, Counterexample: []string{}, Coverage: map[string]int{},
-		NotExercised: append(NotExercised(inst.Proto), serverFaultLeftOut(srv, r.Cfg)...)}
+		NotExercised: NotExercised(inst.Proto)}
 	if !r.Shard.Whole() {
 		res.Shard = r.Shard.String()
 	}
@@ -79,7 +79,7 @@ func check(s search.Searcher, r Run, res Result) Result {
 	c := s.Search("outboxlab check "+s.Inst.Proto.Name, r.Shrink)
 	res.Checks, res.Steps, _ = s.Stats()
 	res.Coverage = s.Coverage.Counts()
-	required := machine.RequiredClasses(r.Cfg, s.Inst.Proto.Policy(), s.Inst.Proto.Has, s.Srv.Owned())
+	required := machine.RequiredClasses(r.Cfg, s.Inst.Proto.Policy(), s.Inst.Proto.Has, s.Srv.Fault() != pgserver.FaultNone)
 	switch v := c.Failure; {
 	case !c.Caught:
 		res.Result = Pass
@@ -101,18 +101,6 @@ func check(s search.Searcher, r Run, res Result) Result {
 		res.Error = firstLine(c.Report)
 	}
 	return res
-}
-
-// serverFaultLeftOut says so when the run has faults but its server's fault
-// is not the restart (srv.Owned), the only server fault the machine
-// injects: a topology's crash or failover is then left out.
-func serverFaultLeftOut(srv *pgserver.Server, cfg machine.Config) []string {
-	f := srv.Fault()
-	if !cfg.Faults || f == pgserver.FaultNone || f == pgserver.FaultRestart {
-		return nil
-	}
-	return []string{fmt.Sprintf("the %s server's fault (%s): the machine injects only a single server's restart; "+
-		"this run had the worker and network faults alone", srv.Topology, f)}
 }
 
 // seeds are the shard's seeds, nil for the whole budget.

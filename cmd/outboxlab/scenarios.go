@@ -38,6 +38,12 @@ func runScenarios(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "outboxlab:", err)
 		return exitBad
 	}
+	for _, p := range protocols {
+		if err := scenarios.Applies(p); err != nil {
+			fmt.Fprintln(stderr, "outboxlab:", err)
+			return exitBad
+		}
+	}
 	srv, insts, err := installAll(topo.Topology, protocols)
 	if err != nil {
 		fmt.Fprintln(stderr, "outboxlab:", err)

@@ -7,7 +7,7 @@
 -- current WAL file's name (its first eight hex digits), which changes at
 -- promotion; pg_control_checkpoint() shows it only after a checkpoint.
 -- expect: single pass
--- expect: async-commit fail: applied on a reissued generation
+-- expect: async-commit fail: token reissued
 -- expect: async-standby pass
 -- expect: sync-standby pass
 -- outboxlab: order=fifo
