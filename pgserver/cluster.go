@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"net"
 	"os"
 	"os/exec"
@@ -33,6 +34,8 @@ type cluster struct {
 	// settings are extra -c NAME=VALUE arguments, after (so overriding)
 	// the defaults of startOnce: a topology's replication and WAL setup.
 	settings []string
+	// ctl is the administrative connection of control.go, if open.
+	ctl *pgx.Conn
 }
 
 func findBinaries() (string, error) {

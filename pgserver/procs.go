@@ -67,6 +67,7 @@ func serverProcesses(dataDir string) []int {
 // WAL was still in its shared buffers, and waits until none is left, so
 // that a new postmaster can take the data directory over.
 func (c *cluster) killAll() error {
+	c.dropControl()
 	data := filepath.Join(c.dir, "data")
 	if c.proc != nil && c.proc.Process != nil {
 		c.proc.Process.Signal(syscall.SIGSTOP) // forks nothing while we look

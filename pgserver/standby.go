@@ -71,24 +71,22 @@ func (d *deployment) waitReplayed(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	pconn, err := d.primary.connect(ctx)
+	pconn, err := d.primary.control(ctx)
 	if err != nil {
 		return fmt.Errorf("mark durable: %w", err)
 	}
-	defer pconn.Close(context.Background())
 	var target string
-	if err := pconn.QueryRow(ctx, "SELECT pg_current_wal_flush_lsn()::text").Scan(&target); err != nil {
+	if err := d.primary.controlFailed(pconn.QueryRow(ctx, "SELECT pg_current_wal_flush_lsn()::text").Scan(&target)); err != nil {
 		return fmt.Errorf("mark durable: read the primary's WAL position: %w", err)
 	}
-	sconn, err := d.standby.connect(ctx)
+	sconn, err := d.standby.control(ctx)
 	if err != nil {
 		return fmt.Errorf("mark durable: %w", err)
 	}
-	defer sconn.Close(context.Background())
 	for {
 		var done bool
-		if err := sconn.QueryRow(ctx, "SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)",
-			target).Scan(&done); err != nil {
+		if err := d.standby.controlFailed(sconn.QueryRow(ctx, "SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)",
+			target).Scan(&done)); err != nil {
 			return fmt.Errorf("mark durable: read the standby's replay position: %w", err)
 		}
 		if done {
@@ -115,17 +113,16 @@ func (d *deployment) stall(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	conn, err := d.primary.connect(ctx)
+	conn, err := d.primary.control(ctx)
 	if err != nil {
 		return fmt.Errorf("stall: %w", err)
 	}
-	defer conn.Close(context.Background())
 	var pid int
-	if err := conn.QueryRow(ctx, "SELECT pid FROM pg_stat_replication WHERE application_name = $1",
-		standbyName).Scan(&pid); err != nil {
+	if err := d.primary.controlFailed(conn.QueryRow(ctx, "SELECT pid FROM pg_stat_replication WHERE application_name = $1",
+		standbyName).Scan(&pid)); err != nil {
 		return fmt.Errorf("stall: find the WAL sender: %w", err)
 	}
-	if err := stopWhileIdle(ctx, conn, pid); err != nil {
+	if err := d.primary.controlFailed(stopWhileIdle(ctx, conn, pid)); err != nil {
 		return fmt.Errorf("stall: stop the WAL sender: %w", err)
 	}
 	d.stalled, d.stalledAt = pid, time.Now()

@@ -85,3 +85,39 @@ func mustExecB(b *testing.B, conn *pgx.Conn, sql string) {
 		b.Fatalf("%s: %v", sql, err)
 	}
 }
+
+// BenchmarkStallCycle times what the machine does at the start of every
+// check on async-standby: Resume (the last check's stall ends), a commit
+// (its reset), MarkDurable (the standby has replayed it) and Stall.
+//
+//	go test -run '^$' -bench StallCycle -benchtime 50x ./pgserver/
+func BenchmarkStallCycle(b *testing.B) {
+	srv := startTestTopology(b, AsyncStandby)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	conn := connectFront(b, srv)
+	mustExecB(b, conn, "CREATE TABLE bench_probe (v int)")
+	var durable, stall time.Duration
+	n := 0
+	start := time.Now()
+	for b.Loop() {
+		if err := srv.Resume(); err != nil {
+			b.Fatal(err)
+		}
+		insertEach(b, conn, "bench_probe", 1)
+		t0 := time.Now()
+		if err := srv.MarkDurable(ctx); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := srv.Stall(ctx); err != nil {
+			b.Fatal(err)
+		}
+		durable += t1.Sub(t0)
+		stall += time.Since(t1)
+		n++
+	}
+	b.ReportMetric(ms(time.Since(start), n), "ms/cycle")
+	b.ReportMetric(ms(durable, n), "durable-ms")
+	b.ReportMetric(ms(stall, n), "stall-ms")
+}
