@@ -83,7 +83,7 @@ func arm(f Fault, w string) (func(), error) {
 
 // CanRestart reports whether this run owns the server; a user's server is
 // never crashed.
-func (in *Injector) CanRestart() bool { return in.srv.Owned() }
+func (in *Injector) CanRestart() bool { return in.srv.Fault() == pgserver.FaultRestart }
 
 // Restart crashes the server and starts it again (DBRestart).
 func (in *Injector) Restart(ctx context.Context) error {

@@ -32,6 +32,10 @@ const (
 	// CovRewind: a Crash or Failover lost an acknowledged commit (a
 	// topology that rewinds). Counted, never required.
 	CovRewind = "rewind"
+	// CovStuckCommit: under sync-standby a worker's commit waited on the
+	// stalled standby when the primary failed over (stuckcommit.go).
+	// Counted, never required.
+	CovStuckCommit = "stuck_commit"
 	// Version 2: each is required only when a directive or a section makes
 	// it possible (see RequiredClasses).
 	CovBatchClaim         = "batch_claim"          // a claim returned more than one row

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/sut"
 	"github.com/outboxlab/outboxlab/worker"
 	"pgregory.net/rapid"
@@ -153,7 +154,11 @@ func (r *run) dbRestart(t *rapid.T) {
 	if rapid.IntRange(0, odds-1).Draw(t, "restart_now") != odds-1 {
 		t.Skip("restarts are rare")
 	}
-	r.serverFault()
+	if r.h.Faults.ServerFault() == pgserver.FaultFailover && !r.h.Faults.Rewinds() && rapid.Bool().Draw(t, "stuck_commit") {
+		r.stuckFailover(t)
+	} else {
+		r.serverFault()
+	}
 	r.h.Coverage.add(CovDBRestart)
 }
 

@@ -95,6 +95,13 @@ func (r *run) runCrash() {
 // promoted behind the same address, and everyone reconnects to it. The
 // old primary is rebuilt as the new standby before Failover returns.
 func (r *run) runFailover() {
+	r.failoverServer()
+	r.reconnectAll("failover")
+}
+
+// failoverServer is runFailover's server part: everything but the
+// workers' reconnecting.
+func (r *run) failoverServer() {
 	r.serverCall(model.Op{Kind: model.Failover}, func(ctx context.Context) error {
 		if !r.stalled {
 			if err := r.h.Faults.MarkDurable(ctx); err != nil {
@@ -123,7 +130,6 @@ func (r *run) runFailover() {
 		r.stalled = true
 		return r.h.Faults.Stall(ctx)
 	})
-	r.reconnectAll("failover")
 }
 
 // serverCall runs a server fault's work, timed as time spent on the
@@ -148,6 +154,12 @@ func (r *run) rewindStep(op model.Op, do func()) {
 	r.h.steps++
 	r.h.mu.Unlock()
 	do()
+	r.serverFaultEnded(op)
+}
+
+// serverFaultEnded logs a Crash() or Failover() that has happened and
+// holds the rows to what it may have left (see rewindStep).
+func (r *run) serverFaultEnded(op model.Op) {
 	if r.since == nil {
 		r.log(fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, model.Outcome{Kind: model.OK})))
 		r.observe(op, model.Outcome{Kind: model.OK}, r.rolledBack()...)

@@ -112,10 +112,12 @@ func withoutFaultSteps(program []string) []string {
 	var out []string
 	for _, line := range program {
 		switch {
-		case strings.Contains(line, ".Commit() -> ") && strings.Contains(line, "// "+machine.ActRequestLost):
+		case strings.Contains(line, ".Commit() -> ") && (strings.Contains(line, "// "+machine.ActRequestLost) || strings.Contains(line, "// "+machine.ActStuckCommit)):
 			line, _, _ = strings.Cut(line, "   //")
 			line = strings.Replace(strings.Replace(line, ".Commit() -> unknown", ".Rollback() -> ok", 1), ".Commit() -> ok", ".Rollback() -> ok", 1)
-		case strings.Contains(line, "// "+machine.ActRequestLost):
+		case strings.Contains(line, "// "+machine.ActRequestLost), strings.Contains(line, "// "+machine.ActStuckCommit):
+			// (A commit stuck behind the stalled standby is lost with the
+			// primary: as if it never reached the server.)
 			continue
 		case strings.Contains(line, "// "+machine.ActReplyLost):
 			line, _, _ = strings.Cut(line, "   //")
