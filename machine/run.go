@@ -111,6 +111,7 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.State, model.Outcome) {
 	var next []model.State
 	var allowed []model.Transition
+	var matched []model.Outcome // the model's outcome in each state that allows got
 	if got.Kind == model.Unknown {
 		for _, s := range r.states {
 			next = append(next, s.Ambiguous(op)...)
@@ -121,16 +122,22 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 				allowed = append(allowed, tr)
 				if model.SameOutcome(tr.Out, got, r.hasGen()) {
 					next = append(next, tr.Next)
+					matched = append(matched, tr.Out)
 					// A protocol without generation: the model's count.
 					got.Gen, got.More = tr.Out.Gen, tr.Out.More
 				}
 			}
 		}
 	}
-	if got.Kind == model.Claimed && len(next) > 0 {
-		r.checkTokens(op, got)
-		for _, g := range got.Grants() {
-			r.claimIDs[model.Claim{Worker: op.Worker, Event: g.Event, Gen: g.Gen}] = r.claimedIDs[g.Event]
+	if got.Kind == model.Claimed {
+		// Without a generation (or with a token), the possible states may
+		// count a row's claims differently (after a rewind, or an
+		// ambiguous claim): the claim is each state's, under its count.
+		for _, out := range matched {
+			r.checkTokens(op, out)
+			for _, g := range out.Grants() {
+				r.claimIDs[model.Claim{Worker: op.Worker, Event: g.Event, Gen: g.Gen}] = r.claimedIDs[g.Event]
+			}
 		}
 	}
 	r.traceOutcome(got, allowed)
