@@ -17,8 +17,8 @@
 -- only the lines named above differ, and its source note follows unchanged.
 -- expect: single pass
 -- expect: sync-standby pass
--- (async-commit: no expect line yet: seed 1 ends in a harness error, not a verdict ("w3 never received that claim", check 72, --checks 1 --seed 2629); see docs/libraries.md)
--- (async-standby: no expect line yet: the same harness error (check 72); see docs/libraries.md)
+-- expect: async-commit pass
+-- expect: async-standby pass
 --
 -- Fixed: good_job (testdata/libraries/good_job.sql) with complete fenced to its claim: perform's end save! also requires locked_by_id = the claim's process and executions_count = @generation. With retry fenced the same way: the retry_on decision row is read only while the claim still holds the job (same guard, FOR NO KEY UPDATE), so both of its saves apply only then. With retry_on's attempt count taken from executions_count (every claimed execution, interrupted ones too) instead of serialized_params' executions. With Process.cleanup discarding (finished_at, error, error_event retry_stopped) an exhausted job (executions_count >= 2) it unlocks instead of returning it to the queue. With renew (the heartbeat) reporting applied only while the job is still locked by the claim's process at @generation. With Process.cleanup locking the inactive processes it reads (FOR UPDATE), so a heartbeat between its read and its unlock of their jobs either keeps the process out of the cleanup or waits for it.
 -- Library: good_job (Ruby on Rails Active Job backend on PostgreSQL: good_jobs table, lock_strategy :skiplocked)

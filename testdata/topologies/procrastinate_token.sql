@@ -19,8 +19,8 @@
 -- only the lines named above differ, and its source note follows unchanged.
 -- expect: single pass
 -- expect: sync-standby pass
--- (async-commit: no expect line yet: seed 1 ends in a harness error, not a verdict ("w3 never received that claim", check 72, --checks 1 --seed 2629); see docs/libraries.md)
--- (async-standby: no expect line yet: the same harness error (check 72); see docs/libraries.md)
+-- expect: async-commit pass
+-- expect: async-standby pass
 --
 -- Fixed: procrastinate (testdata/libraries/procrastinate.sql) with three changes: complete and both retry branches also require the job's worker_id to be the claim's own worker (the handle's second part), and complete and retry's failed branch require status = 'doing' (no longer also 'todo'). The stalled-jobs rescue first finishes as 'failed' a stalled job whose run was its last attempt (attempts >= 1) and retries only the others (attempts < 1). The stalled-jobs rescue locks the stalled workers it reads (FOR UPDATE) and retries a job only while its worker is still the stalled one, and the heartbeat's applied check is a statement of its own, so a heartbeat between the rescue's read and its retry either keeps its worker out of the rescue or waits for it and reports refused.
 -- Library: procrastinate (Python task queue on PostgreSQL: jobs table, plpgsql fetch/finish/retry functions, worker heartbeats)

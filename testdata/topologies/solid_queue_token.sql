@@ -20,8 +20,8 @@
 -- only the lines named above differ, and its source note follows unchanged.
 -- expect: single pass
 -- expect: sync-standby pass
--- (async-commit: no expect line yet: seed 1 ends in a harness error, not a verdict ("w3 never received that claim", check 72, --checks 1 --seed 2629); see docs/libraries.md)
--- (async-standby: no expect line yet: the same harness error (check 72); see docs/libraries.md)
+-- expect: async-commit pass
+-- expect: async-standby pass
 --
 -- Fixed: solid_queue (testdata/libraries/solid_queue.sql) with three changes: retry locks its claimed execution first (unless_already_finalized moved ahead of the re-enqueue) and re-enqueues the job only while that claimed execution still exists. The prune fails (ProcessPrunedError) only a pruned claim whose run was its last attempt (executions + 1 >= 2) and retries the others as retry_on would: a new job with executions + 1, ready at once, the pruned job finished. The order directive is any, not fifo, since every retry is a new job row that queues behind later events (a directive mapping bug of the original file, not library SQL).
 -- Library: Solid Queue (Rails' database-backed Active Job backend: a jobs table plus one table per execution state)
