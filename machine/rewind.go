@@ -135,35 +135,25 @@ func (h *Harness) prepareServer(ctx context.Context) error {
 	return nil
 }
 
-// resetDurable makes a check's reset durable under async-commit, where
-// its DELETEs commit asynchronously like any: one commit that writes WAL
-// under synchronous_commit=on writes and flushes all WAL before it. (A
-// crash that lost the reset would bring back the previous check's rows.)
-//
-// Under async-standby the reset is made durable by waiting until the
-// standby has replayed it, and replication then stalls: from the first
-// step of the check on, nothing reaches the standby before a Stall() step
-// or the failover.
+// resetDurable makes a check's reset durable where the server may rewind:
+// under async-commit its DELETEs commit asynchronously like any, and
+// MarkDurable's synchronous commit writes and flushes all WAL before it (a
+// crash that lost the reset would bring back the previous check's rows);
+// under async-standby MarkDurable waits until the standby has replayed the
+// reset, and replication then stalls: from the first step of the check on,
+// nothing reaches the standby before a Stall() step or the failover.
 func (h *Harness) resetDurable(ctx context.Context) error {
 	if h.Faults == nil || !h.Faults.Rewinds() {
 		return nil
 	}
-	if h.Faults.ServerFault() == pgserver.FaultFailover {
-		if err := h.Faults.MarkDurable(ctx); err != nil {
-			return err
-		}
-		return h.Faults.Stall(ctx)
-	}
-	if _, err := h.Inst.Conn.Exec(ctx, durableCommit); err != nil {
+	if err := h.Faults.MarkDurable(ctx); err != nil {
 		return fmt.Errorf("make the reset durable: %w", err)
+	}
+	if h.Faults.ServerFault() == pgserver.FaultFailover {
+		return h.Faults.Stall(ctx)
 	}
 	return nil
 }
-
-// durableCommit is a transaction that writes a WAL record (a logical
-// message needs no table) and commits synchronously.
-const durableCommit = `BEGIN; SET LOCAL synchronous_commit = on;
-SELECT pg_logical_emit_message(true, 'outboxlab', 'durable'); COMMIT`
 
 // reissued is the reissued action: an outcome of a claim a rewind took
 // away, once the row is at that claim's generation again under another

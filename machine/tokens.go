@@ -17,7 +17,8 @@ import (
 // fenceToken reports whether the protocol's generation is a token.
 func (r *run) fenceToken() bool { return r.h.Inst.Statements.Token }
 
-// tokensOf is the token of each claim, by the claim's model identity.
+// tokenBook keeps the tokens: each claim's, by the claim's model identity,
+// and every one a read has shown.
 type tokenBook struct {
 	byClaim map[model.Claim]string
 	claimed map[string]string          // the last claim step's tokens, by event

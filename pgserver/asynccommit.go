@@ -21,24 +21,23 @@ import (
 func (d *deployment) flushAndFreeze(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	conn, err := d.primary.connect(ctx)
+	conn, err := d.primary.control(ctx)
 	if err != nil {
 		return fmt.Errorf("mark durable: %w", err)
 	}
-	defer conn.Close(context.Background())
 	tx, err := conn.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("mark durable: %w", err)
+		return fmt.Errorf("mark durable: %w", d.primary.controlFailed(err))
 	}
 	defer tx.Rollback(context.Background())
 	if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = on"); err != nil {
-		return fmt.Errorf("mark durable: %w", err)
+		return fmt.Errorf("mark durable: %w", d.primary.controlFailed(err))
 	}
 	if _, err := tx.Exec(ctx, "SELECT pg_logical_emit_message(true, 'outboxlab', 'durable')"); err != nil {
-		return fmt.Errorf("mark durable: write a WAL record: %w", err)
+		return fmt.Errorf("mark durable: write a WAL record: %w", d.primary.controlFailed(err))
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("mark durable: commit: %w", err)
+		return fmt.Errorf("mark durable: commit: %w", d.primary.controlFailed(err))
 	}
 	if d.frozen != 0 {
 		return nil // still stopped since the last MarkDurable
