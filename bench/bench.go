@@ -40,6 +40,11 @@ type Figures struct {
 	// only when the server is a local cluster, whose binaries build them.
 	FailoverCycleMS float64 `json:"failover_cycle_ms,omitempty"` // async-standby: MarkDurable, Stall, Failover, reconnect
 	CrashCycleMS    float64 `json:"crash_cycle_ms,omitempty"`    // async-commit: MarkDurable, Crash, reconnect
+	// A step's statements, counted by the server of a local cluster of
+	// their own (roundtrips.go): measured only where the topology figures
+	// are.
+	RoundTripsPerStep float64 `json:"round_trips_per_step,omitempty"` // statements executed per step, an upper bound of round trips
+	StateReadShare    float64 `json:"state_read_share,omitempty"`     // the harness's state reads among them
 }
 
 // Options is a run's budget: the command's full run and the test's quick
@@ -141,7 +146,8 @@ func (f Figures) Finite() error {
 		}
 	}
 	if f.MeasuresTopologies() {
-		for name, v := range map[string]float64{"failover_cycle_ms": f.FailoverCycleMS, "crash_cycle_ms": f.CrashCycleMS} {
+		for name, v := range map[string]float64{"failover_cycle_ms": f.FailoverCycleMS, "crash_cycle_ms": f.CrashCycleMS,
+			"round_trips_per_step": f.RoundTripsPerStep, "state_read_share": f.StateReadShare} {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
 				return fmt.Errorf("%s is %v", name, v)
 			}
@@ -158,9 +164,10 @@ func (f Figures) Finite() error {
 	return nil
 }
 
-// MeasuresTopologies reports whether the run takes the topology figures:
-// only on a local cluster, whose binaries build the deployments (not on a
-// user's server or in Docker).
+// MeasuresTopologies reports whether the run takes the topology figures
+// and the round trips: only on a local cluster, whose binaries build the
+// deployments and the counting cluster (not on a user's server or in
+// Docker).
 func (f Figures) MeasuresTopologies() bool { return f.Machine.Server == "local" }
 
 func firstError(fns ...func() error) error {

@@ -17,7 +17,7 @@ func Run(ctx context.Context, srv *pgserver.Server, opt Options, progress io.Wri
 	r := &runner{ctx: ctx, srv: srv, opt: opt, progress: progress,
 		f: Figures{ChecksPerS: map[string]float64{}, Machine: Host(srv)}}
 	defer r.close()
-	err := firstError(r.install, r.sqlFigures, r.killCycle, r.stateMachine, r.baseline, r.throughput, r.concurrent, r.topologies)
+	err := firstError(r.install, r.sqlFigures, r.killCycle, r.stateMachine, r.baseline, r.throughput, r.concurrent, r.roundTrips, r.topologies)
 	return r.f, err
 }
 
@@ -146,6 +146,20 @@ func (r *runner) concurrent() error {
 	return r.step(fmt.Sprintf("concurrent mode, %d histories of leased, unchecked, raw and checked", r.opt.ConcurrentHistories), func() error {
 		c, err := Concurrent(r.srv, r.leased[0], r.opt.ConcurrentHistories)
 		r.f.ConcurrentOpsPerS, r.f.RawOpsPerS, r.f.LinearizeMSPer1kOps = c.OpsPerS, c.RawOpsPerS, c.LinearizeMS
+		return err
+	})
+}
+
+// roundTrips counts a step's statements on a counting cluster of its own,
+// after the figures it would disturb.
+func (r *runner) roundTrips() error {
+	if !r.f.MeasuresTopologies() {
+		fmt.Fprintf(r.progress, "bench: round trips per step: not measured, the server is not a local cluster (%s)\n", r.srv.Source)
+		return nil
+	}
+	return r.step(fmt.Sprintf("round trips per step, %d checks of leased on a counting cluster", r.opt.Checks), func() error {
+		rt, err := CountRoundTrips(r.ctx, r.opt.Config, r.opt.Checks, 1)
+		r.f.RoundTripsPerStep, r.f.StateReadShare = round(rt.PerStep), round(rt.StateReadShare)
 		return err
 	})
 }

@@ -25,7 +25,8 @@ func TestRewindCycleNeedsARewind(t *testing.T) {
 }
 
 // TestFiniteHoldsTheTopologyFigures: on a local cluster a failover or
-// crash cycle of 0 is a figure not taken, an error; on another server
+// crash cycle of 0, or round trips per step of 0, is a figure not taken,
+// an error; on another server
 // they are not taken, and that is no error.
 func TestFiniteHoldsTheTopologyFigures(t *testing.T) {
 	f := Figures{SQLFloorUS: 1, StepUS: 1, SQLShare: 1, ResetUS: 1, SchemaResetUS: 1, BaselineFindMS: 1, KillCycleMS: 1,
@@ -35,12 +36,16 @@ func TestFiniteHoldsTheTopologyFigures(t *testing.T) {
 		t.Fatalf("on a user's server: %v, want no error without the topology figures", err)
 	}
 	f.Machine.Server = "local"
-	f.FailoverCycleMS = 2000
+	f.FailoverCycleMS, f.RoundTripsPerStep, f.StateReadShare = 2000, 2.2, 0.47
 	if err := f.Finite(); err == nil || err.Error() != "crash_cycle_ms is 0" {
 		t.Fatalf("on a local cluster without crash_cycle_ms: error %v, want crash_cycle_ms is 0", err)
 	}
 	f.CrashCycleMS = 150
 	if err := f.Finite(); err != nil {
 		t.Fatalf("on a local cluster with both: %v", err)
+	}
+	f.RoundTripsPerStep = 0
+	if err := f.Finite(); err == nil || err.Error() != "round_trips_per_step is 0" {
+		t.Fatalf("on a local cluster without round_trips_per_step: error %v, want round_trips_per_step is 0", err)
 	}
 }

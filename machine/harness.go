@@ -38,6 +38,9 @@ type Harness struct {
 	// sqlTime is the wall time spent waiting on PostgreSQL: worker
 	// statements (pipe included) and the harness's reads and fixtures.
 	sqlTime time.Duration
+	// stateReads counts the state queries the checks ran (bench's share
+	// of a step's round trips that are observation).
+	stateReads int
 	// waiter is the worker whose waiting step was still outstanding when
 	// its check ended (see wait.go), killed before the next one starts.
 	waiter string
@@ -52,6 +55,14 @@ func (h *Harness) SQLTime() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.sqlTime
+}
+
+// StateReads is how many state queries the checks so far ran: the reads
+// after each step, and those that explain a failure.
+func (h *Harness) StateReads() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stateReads
 }
 
 // timed runs f and adds its wall time to the SQL share.

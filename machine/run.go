@@ -217,6 +217,9 @@ func (r *run) readState(after model.Op) []sut.StateRow {
 	var rows []sut.StateRow
 	var err error
 	r.h.timed(func() { rows, err = r.h.Inst.Statements.ReadState(ctx, r.h.Inst.Conn) })
+	r.h.mu.Lock()
+	r.h.stateReads++
+	r.h.mu.Unlock()
 	if err != nil && (sut.IsServerError(err) || sut.IsProtocolError(err)) {
 		r.fail("state query failed", fmt.Sprintf("after %v the state query failed: %v", after, err))
 	}

@@ -113,7 +113,9 @@ func printFigures(w io.Writer, f bench.Figures) {
 	if f.MeasuresTopologies() {
 		rows = append(rows,
 			row{"failover_cycle_ms", f.FailoverCycleMS, "ms", "median async-standby MarkDurable, Stall, Failover (kill, promote, rebuild), reconnect"},
-			row{"crash_cycle_ms", f.CrashCycleMS, "ms", "median async-commit MarkDurable, Crash (kill, crash recovery), reconnect"})
+			row{"crash_cycle_ms", f.CrashCycleMS, "ms", "median async-commit MarkDurable, Crash (kill, crash recovery), reconnect"},
+			row{"round_trips_per_step", f.RoundTripsPerStep, "", "statements the server executed per step (pg_stat_statements), an upper bound of round trips"},
+			row{"state_read_share", f.StateReadShare, "", "the harness's state reads among them"})
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%.3f %s\t%s\n", r.name, r.value, r.unit, r.what)
@@ -124,7 +126,7 @@ func printFigures(w io.Writer, f bench.Figures) {
 	}
 	tw.Flush()
 	if !f.MeasuresTopologies() {
-		fmt.Fprintf(w, "failover_cycle_ms, crash_cycle_ms: not measured (the topologies need a local cluster's binaries; the server is %s)\n", m.Server)
+		fmt.Fprintf(w, "failover_cycle_ms, crash_cycle_ms, round_trips_per_step, state_read_share: not measured (they need a local cluster's binaries; the server is %s)\n", m.Server)
 	}
 	fmt.Fprintln(w)
 	for _, t := range f.Targets() {

@@ -28,7 +28,7 @@ func TestBenchJSONKeys(t *testing.T) {
 		"baseline_find_ms", "baseline_shrink_ms", "kill_cycle_ms",
 		"concurrent_ops_per_s", "raw_ops_per_s", "linearize_ms_per_1k_ops"}
 	if m, _ := got["machine"].(map[string]any); m["server"] == "local" {
-		keys = append(keys, "failover_cycle_ms", "crash_cycle_ms") // taken on a local cluster only
+		keys = append(keys, "failover_cycle_ms", "crash_cycle_ms", "round_trips_per_step", "state_read_share") // taken on a local cluster only
 	}
 	for _, k := range keys {
 		v, ok := got[k].(float64)
@@ -54,10 +54,10 @@ func TestBenchJSONKeys(t *testing.T) {
 // crash cycles when the server is a local cluster, and says they were not
 // measured on another.
 func TestBenchTextNamesTheTopologyFigures(t *testing.T) {
-	f := bench.Figures{FailoverCycleMS: 2100, CrashCycleMS: 150, ChecksPerS: map[string]float64{"1": 40}, Machine: bench.Machine{Server: "local"}}
+	f := bench.Figures{FailoverCycleMS: 2100, CrashCycleMS: 150, RoundTripsPerStep: 2.125, StateReadShare: 0.48, ChecksPerS: map[string]float64{"1": 40}, Machine: bench.Machine{Server: "local"}}
 	var out bytes.Buffer
 	printFigures(&out, f)
-	for _, want := range []string{"failover_cycle_ms        2100.000 ms", "crash_cycle_ms           150.000 ms"} {
+	for _, want := range []string{"failover_cycle_ms        2100.000 ms", "crash_cycle_ms           150.000 ms", "round_trips_per_step     2.125 ", "state_read_share         0.480 "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("on a local cluster the table lacks %q:\n%s", want, out.String())
 		}
@@ -65,7 +65,7 @@ func TestBenchTextNamesTheTopologyFigures(t *testing.T) {
 	f.Machine.Server, f.FailoverCycleMS, f.CrashCycleMS = "env", 0, 0
 	out.Reset()
 	printFigures(&out, f)
-	if !strings.Contains(out.String(), "failover_cycle_ms, crash_cycle_ms: not measured") || strings.Contains(out.String(), "failover_cycle_ms  ") {
+	if !strings.Contains(out.String(), "failover_cycle_ms, crash_cycle_ms, round_trips_per_step, state_read_share: not measured") || strings.Contains(out.String(), "failover_cycle_ms  ") || strings.Contains(out.String(), "round_trips_per_step  ") {
 		t.Errorf("on a user's server the table does not say the topology figures were not measured:\n%s", out.String())
 	}
 }
