@@ -206,9 +206,58 @@ func overlappingRows(ops []porcupine.Operation, i int, buries bool) []string {
 			}
 		case model.Rescue:
 			return []string{"*"}
+		case model.Commit, model.Rollback, model.Kill, model.Restart:
+			// A transaction that ended while the claim ran held its rows
+			// locked for part of it: SKIP LOCKED passed over some of them
+			// while they were held, and may have taken others it met after
+			// the end (a claim of two statements, or one statement's scan).
+			// The model has each row locked or free at one instant.
+			held := heldByOpenTransactions(ops, j, buries)
+			if slices.Contains(held, "*") {
+				return held
+			}
+			for _, e := range held {
+				add(e)
+			}
 		}
 	}
 	return events
+}
+
+// heldByOpenTransactions are the rows the transactions that ops[j] ends
+// had locked: the rows its worker's open claim transaction took (any row
+// under an attempt budget, where it may also have buried some, or when its
+// claim's outcome is unknown), or for a restart those of every worker.
+func heldByOpenTransactions(ops []porcupine.Operation, j int, buries bool) []string {
+	end := ops[j].Input.(Input).Op
+	last := map[string]int{} // worker -> its last operation called before ops[j]
+	for i, o := range ops {
+		op := o.Input.(Input).Op
+		if i == j || o.Call >= ops[j].Call || op.Worker == "" || op.Kind == model.Kill {
+			continue
+		}
+		if end.Kind != model.Restart && op.Worker != end.Worker {
+			continue
+		}
+		if k, ok := last[op.Worker]; !ok || ops[k].Call < o.Call {
+			last[op.Worker] = i
+		}
+	}
+	var out []string
+	for _, i := range last {
+		if ops[i].Input.(Input).Op.Kind != model.Begin {
+			continue
+		}
+		res := ops[i].Output.(Output)
+		if buries || res.Out.Kind == model.Unknown {
+			return []string{"*"}
+		}
+		for _, g := range res.Out.Grants() {
+			out = append(out, g.Event)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func contains(list []string, s string) bool {

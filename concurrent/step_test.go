@@ -199,3 +199,41 @@ func TestCountShortAfterALostClaim(t *testing.T) {
 		t.Error("a complete applied for a worker that holds no claim of the row linearizes")
 	}
 }
+
+// TestClaimAcrossARollback is the history of testdata/correct/attempts_dead
+// that once failed TestFixesHoldConcurrently: w2's claim transaction held
+// both rows (it buried the exhausted e1 and took e2); w1's claim, whose
+// first statement buries and whose second claims, passed over e1 while w2
+// held it, and took e2 once w2 had rolled back. The model has each row
+// locked or free at one instant, and no single instant lets a claim take e2
+// and leave e1 unburied. It linearizes because the rollback ran during the
+// claim (heldByOpenTransactions); with the rollback before the claim began,
+// the claim had to bury e1 and the same history does not.
+func TestClaimAcrossARollback(t *testing.T) {
+	budget := model.Policy{Order: model.FIFO, MaxAttempts: 1}
+	history := func(rollbackCall, rollbackReturn int64) []porcupine.Operation {
+		read := porcupine.Operation{ClientId: 9, Call: 40, Return: 41, Input: Input{Observe: true},
+			Output: Output{Rows: []model.RowView{
+				{Event: "e1", Status: model.InProgress, Gen: 1, HasGen: true, LeaseHeld: true, LeaseExpired: true},
+				{Event: "e2", Status: model.InProgress, Gen: 1, HasGen: true, LeaseHeld: true},
+			}}}
+		h := []porcupine.Operation{
+			op(0, 0, 1, model.Op{Kind: model.ClaimOp, Worker: "w1"}, claimed("e1", 1)),
+			op(2, 2, 3, model.Op{Kind: model.Expire, Event: "e1"}, ok),
+			op(1, 4, 5, model.Op{Kind: model.Begin, Worker: "w2"}, claimed("e2", 1)),
+			op(0, 10, 20, model.Op{Kind: model.ClaimOp, Worker: "w1"}, claimed("e2", 1)),
+			op(1, rollbackCall, rollbackReturn, model.Op{Kind: model.Rollback, Worker: "w2"}, ok),
+			read,
+		}
+		in := h[3].Input.(Input)
+		in.MaySkip = overlappingRows(h, 3, true)
+		h[3].Input = in
+		return h
+	}
+	if !linearizable(t, budget, []string{"e1", "e2"}, history(12, 13)) {
+		t.Error("a claim that passed over a row held by a transaction that rolled back while it ran does not linearize")
+	}
+	if linearizable(t, budget, []string{"e1", "e2"}, history(6, 7)) {
+		t.Error("a claim that left an exhausted row unburied after the transaction holding it had ended linearizes")
+	}
+}
