@@ -129,7 +129,7 @@ func (r *run) claim(t *rapid.T, kind model.Kind) {
 		t.Skip("a rescue waits: no new open claim transaction (see rescueWaits)")
 	}
 	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) }))
-	r.exec(model.Op{Kind: kind, Worker: w}, func() model.Outcome { return r.runClaim(w, kind) })
+	r.exec(model.Op{Kind: kind, Worker: w}, func() model.Outcome { return r.runClaim(model.Op{Kind: kind, Worker: w}) })
 }
 
 func (r *run) endTx(t *rapid.T, kind model.Kind) {

@@ -29,12 +29,12 @@ func (r *run) runEnqueue(e string) model.Outcome {
 	return model.Outcome{Kind: model.OK}
 }
 
-func (r *run) runClaim(w string, kind model.Kind) model.Outcome {
-	op := "claim"
-	if kind == model.Begin {
-		op = "begin"
+func (r *run) runClaim(op model.Op) model.Outcome {
+	req := worker.Request{Op: "claim"}
+	if op.Kind == model.Begin {
+		req = worker.Request{Op: "begin", ID: r.ids[op.Event]} // Begin(expire e) names e
 	}
-	resp, unknown := r.request(w, worker.Request{Op: op}, model.Op{Kind: kind, Worker: w})
+	resp, unknown := r.request(op.Worker, req, op)
 	if unknown {
 		return model.Outcome{Kind: model.Unknown}
 	}

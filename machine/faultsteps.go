@@ -106,7 +106,7 @@ func (r *run) faultTarget(t *rapid.T) model.Op {
 func (r *run) runStep(op model.Op) model.Outcome {
 	switch op.Kind {
 	case model.ClaimOp, model.Begin:
-		return r.runClaim(op.Worker, op.Kind)
+		return r.runClaim(op)
 	case model.Commit, model.Rollback:
 		return r.runEndTx(op.Worker, op.Kind)
 	}

@@ -107,7 +107,7 @@ func (r *run) runOp(op model.Op) {
 		r.nextEvent++
 		r.exec(op, func() model.Outcome { return r.runEnqueue(op.Event) })
 	case model.ClaimOp, model.Begin:
-		r.exec(op, func() model.Outcome { return r.runClaim(w, op.Kind) })
+		r.exec(op, func() model.Outcome { return r.runClaim(op) })
 	case model.Commit, model.Rollback:
 		r.exec(op, func() model.Outcome { return r.runEndTx(w, op.Kind) })
 	case model.Complete, model.Retry, model.Renew, model.Rescue:
@@ -157,6 +157,9 @@ func (r *run) canReplay(op model.Op) error {
 		}
 		if op.Kind == model.Begin && r.rescueWaits() {
 			return fmt.Errorf("a rescue waits: no new open claim transaction")
+		}
+		if err := r.canReplayExpiring(op); err != nil {
+			return err
 		}
 	case model.Commit, model.Rollback:
 		if !r.running(w) || !r.inTx(w) {

@@ -149,7 +149,7 @@ func (r *run) advanceSplit(t *rapid.T) {
 		return
 	}
 	w := pick(t, "worker", others)
-	r.exec(model.Op{Kind: model.ClaimOp, Worker: w}, func() model.Outcome { return r.runClaim(w, model.ClaimOp) })
+	r.exec(model.Op{Kind: model.ClaimOp, Worker: w}, func() model.Outcome { return r.runClaim(model.Op{Kind: model.ClaimOp, Worker: w}) })
 }
 
 // endHolderOf takes the step that ends another worker's open claim

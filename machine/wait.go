@@ -57,6 +57,9 @@ func (r *run) waitsOn(op model.Op) string {
 			return ""
 		}
 	}
+	if on != "" && r.behindExpiringReclaim(op, on) {
+		return ""
+	}
 	return on
 }
 
@@ -143,7 +146,7 @@ func (r *run) reclaimInTx(t *rapid.T) {
 		return
 	}
 	w := pick(t, "worker", reclaimers)
-	r.exec(model.Op{Kind: model.Begin, Worker: w}, func() model.Outcome { return r.runClaim(w, model.Begin) })
+	r.exec(model.Op{Kind: model.Begin, Worker: w}, func() model.Outcome { return r.runClaim(model.Op{Kind: model.Begin, Worker: w}) })
 }
 
 // expireForRace expires the live lease of a committed claim whose owner
@@ -164,6 +167,9 @@ func (r *run) expireForRace(t *rapid.T) {
 		return
 	}
 	e := pick(t, "event", cands)
+	if r.expiringReclaim(t, e) {
+		return
+	}
 	r.exec(model.Op{Kind: model.Expire, Event: e}, func() model.Outcome { return r.runFixture(model.Expire, e) })
 }
 
@@ -308,6 +314,9 @@ func (r *run) rowsAfter(holderOp model.Op, next model.State) []model.RowView {
 		}
 		for _, e := range p.Bury {
 			changed[e] = true
+		}
+		if p.Expire != "" {
+			changed[p.Expire] = true
 		}
 	}
 	after := map[string]model.RowView{}

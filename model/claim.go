@@ -220,6 +220,9 @@ func withPending(pending []PendingClaim, p PendingClaim) []PendingClaim {
 func (s State) commit(worker string) State {
 	p := s.Pending[s.pending(worker)]
 	next := s.rollback(worker)
+	if p.Expire != "" {
+		next = next.fixture(Op{Kind: Expire, Event: p.Expire})
+	}
 	for _, g := range p.grants() {
 		take(&next.Rows[next.row(g.Event)])
 		next.Claims = append(next.Claims, Claim{Worker: worker, Event: g.Event, Gen: g.Gen})
@@ -243,6 +246,9 @@ func (s State) rollback(worker string) State {
 	}
 	for _, e := range p.Bury {
 		next.Rows[next.row(e)].LockedBy = ""
+	}
+	if p.Expire != "" {
+		next.Rows[next.row(p.Expire)].LockedBy = ""
 	}
 	next.Pending = slices.Delete(next.Pending, k, k+1)
 	return next

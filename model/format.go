@@ -48,6 +48,9 @@ func (o Op) String() string {
 	if sh.event {
 		b.WriteString(o.Event)
 	}
+	if o.Kind == Begin && o.Event != "" {
+		b.WriteString(expirePrefix + o.Event) // expiring.go
+	}
 	if sh.gen {
 		fmt.Fprintf(&b, ", gen=%d", o.Gen)
 	}
@@ -148,6 +151,8 @@ func parseWholeOp(text string) (Op, error) {
 		op.Event, op.Gen = event, n
 	} else if sh.event {
 		op.Event = args
+	} else if e, ok := strings.CutPrefix(args, expirePrefix); ok && op.Kind == Begin {
+		op.Event = e
 	}
 	if op.String() != text || (sh.worker && op.Worker == "") || (sh.event && op.Event == "") {
 		return Op{}, fmt.Errorf("parse op %q: not a well-formed %s op", text, op.Kind)

@@ -99,3 +99,18 @@ func TestParseStepRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestBeginExpiringRoundTrips: Begin(expire e) prints and parses back.
+func TestBeginExpiringRoundTrips(t *testing.T) {
+	op := Op{Kind: Begin, Worker: "w2", Event: "e1"}
+	if got := op.String(); got != "w2.Begin(expire e1)" {
+		t.Fatalf("String = %q", got)
+	}
+	back, err := ParseOp("w2.Begin(expire e1)")
+	if err != nil || back != op {
+		t.Fatalf("ParseOp = %+v, %v", back, err)
+	}
+	if _, err := ParseOp("w2.Begin(e1)"); err == nil {
+		t.Error("w2.Begin(e1) parses")
+	}
+}

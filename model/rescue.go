@@ -29,7 +29,13 @@ func release(r *Row, due bool) {
 }
 
 // rescue is every state one rescue pass may leave.
-func (s State) rescue() []Transition {
+func (s State) rescue() []Transition { return s.rescuePass(false) }
+
+// rescuePass is rescue; writeBack is the last part of a split rescue,
+// which with terminal relaxed may also write what it chose by its read
+// over a row given back (READY) in between, as over one finished (SENT):
+// the same race of a rescue whose write does not re-check its read.
+func (s State) rescuePass(writeBack bool) []Transition {
 	states := []State{s.clone()}
 	budget := !s.Policy.relaxed(AttemptBudget)
 	if budget {
@@ -47,12 +53,17 @@ func (s State) rescue() []Transition {
 		// the rows it read, one finished in between: River's).
 		live := r.LeaseLive && !s.Policy.relaxed(OneLiveOwner)
 		sent := r.Status == Sent && s.Policy.relaxed(Terminal) && r.LockedBy == ""
-		if !sent && (r.Status != InProgress || live || r.LockedBy != "" || s.exhausted(r) && budget) {
+		givenBack := writeBack && r.Status == Ready && s.Policy.relaxed(Terminal) && r.LockedBy == ""
+		if !sent && !givenBack && (r.Status != InProgress || live || r.LockedBy != "" || s.exhausted(r) && budget) {
 			continue
+		}
+		rowChoices := choices
+		if givenBack && budget && s.exhausted(r) {
+			rowChoices = append(slices.Clone(choices), bury) // its read found a spent attempt
 		}
 		var grown []State
 		for _, st := range states {
-			for _, choose := range choices {
+			for _, choose := range rowChoices {
 				next := st.clone()
 				choose(&next.Rows[i])
 				grown = append(grown, next)

@@ -118,5 +118,12 @@ func (s State) stepPart(op Op) []Transition {
 	if op.Part.First() {
 		return one(OK, s.clone())
 	}
+	if op.Kind == Rescue {
+		free := s.release(op.Holder())
+		if free.Precondition(op.Whole()) != nil {
+			return nil
+		}
+		return free.rescuePass(true)
+	}
 	return s.release(op.Holder()).Step(op.Whole())
 }

@@ -67,3 +67,36 @@ func mustStep(t *testing.T, s State, op Op, want OutcomeKind) State {
 	t.Fatalf("%v: no transition with outcome %s from %s", op, want, s.Key())
 	return s
 }
+
+// TestSplitRescueWritesBackOverAGivenBackRow: River's rescue reads the
+// stuck ids, then writes each by id. A retry that gives the row back in
+// between is overwritten: the row it made READY goes DEAD (its read found
+// the last attempt spent). With terminal relaxed (the profile's name for
+// that race, first seen on a SENT row) the split rescue's last part may do
+// that; a whole rescue pass never touches a READY row, and nor does the
+// last part with nothing relaxed.
+func TestSplitRescueWritesBackOverAGivenBackRow(t *testing.T) {
+	state := func(relax Property) State {
+		s := NewWith(Policy{Order: FIFO, MaxAttempts: 1, Rescue: true, Relax: relax})
+		s.Rows = []Row{{Event: "e1", Status: Ready, Gen: 1}}
+		return s
+	}
+	last := Op{Kind: Rescue, Part: Part{Upto: 2, Of: 2}}
+	buries := func(trs []Transition) bool {
+		for _, tr := range trs {
+			if tr.Next.Rows[0].Status == Dead {
+				return true
+			}
+		}
+		return false
+	}
+	if !buries(state(Terminal).Step(last)) {
+		t.Error("with terminal relaxed, a split rescue's last part may not bury the row a retry gave back")
+	}
+	if buries(state(0).Step(last)) {
+		t.Error("with nothing relaxed, a split rescue's last part may bury a READY row")
+	}
+	if buries(state(Terminal).Step(Op{Kind: Rescue})) {
+		t.Error("a whole rescue pass may bury a READY row")
+	}
+}

@@ -10,12 +10,15 @@ import (
 // (and, with batch, the rows in More) inside it, and nothing is committed
 // until Commit. Event is "" (and Gen 0) when the claim found nothing. Bury
 // lists the exhausted rows the claim made DEAD in the same transaction.
+// Expire is the row whose lease the transaction expired before its claim
+// (Begin(expire e)), or "": until Commit, others see that lease live.
 type PendingClaim struct {
 	Worker string
 	Event  string
 	Gen    int64
 	More   []Grant
 	Bury   []string
+	Expire string
 }
 
 // grants are every row the open claim took, in enqueue order.
@@ -208,6 +211,9 @@ func (s State) Key() string {
 		}
 		for _, e := range p.Bury {
 			fmt.Fprintf(&b, "+dead:%s", e)
+		}
+		if p.Expire != "" {
+			fmt.Fprintf(&b, "+expired:%s", p.Expire)
 		}
 	}
 	b.WriteString("] claims=[")

@@ -24,6 +24,9 @@ func (s State) Step(op Op) []Transition {
 	case ClaimOp:
 		return s.claim(op.Worker, false)
 	case Begin:
+		if op.Event != "" {
+			return s.beginExpiring(op.Worker, op.Event)
+		}
 		return s.claim(op.Worker, true)
 	case Commit:
 		next := s.commit(op.Worker)
@@ -104,6 +107,11 @@ func (s State) Precondition(op Op) error {
 	case Commit, Rollback:
 		if !open {
 			return fmt.Errorf("%s has no open claim transaction", op.Worker)
+		}
+	}
+	if op.Kind == Begin && op.Event != "" {
+		if err := s.canExpireInTx(op.Event); err != nil {
+			return err
 		}
 	}
 	if op.Part.Of > 0 && !op.Splittable() {

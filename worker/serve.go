@@ -189,6 +189,13 @@ func (a *agent) run(ctx context.Context, req Request) Response {
 				return failure(err, ctx.Err() != nil)
 			}
 			a.tx, q = tx, tx
+			if req.ID != "" {
+				// Begin(expire e): the expire fixture first, in this
+				// transaction (model/expiring.go says why).
+				if err := st.Exec(ctx, tx, sut.Expire, sut.Args{ID: req.ID, Worker: "harness"}); err != nil {
+					return failure(err, ctx.Err() != nil)
+				}
+			}
 		}
 		rows, err := st.ClaimRows(ctx, q, a.spec.Name)
 		if err != nil {

@@ -34,7 +34,9 @@ type Spec struct {
 
 // Request is one line the parent writes.
 type Request struct {
-	Op  string `json:"op"` // claim, begin, commit, rollback, complete, retry, renew, rescue, reconnect
+	Op string `json:"op"` // claim, begin, commit, rollback, complete, retry, renew, rescue, reconnect
+	// ID is the row an outcome acts on, or for a begin the row whose
+	// lease the transaction expires before it claims (Begin(expire e)).
 	ID  string `json:"id,omitempty"`
 	Gen int64  `json:"gen,omitempty"`
 	// Token is @generation under fence=token (sut.Statements.Token): the

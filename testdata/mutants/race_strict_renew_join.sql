@@ -1,15 +1,18 @@
--- mutant, equivalent: complete_cte under the strict policy: the same
--- snapshot-read generation guard in complete (a CTE (WITH current_claim AS
--- (SELECT generation ...)) that the WHERE clause compares with @generation),
--- plus leased's lease check in the UPDATE's own WHERE. Equivalent to leased
--- for every program the state machine runs, waiting steps included: a reclaim
--- needs an expired lease, and the stale complete's own first read of the row
--- (in the same snapshot) already sees that expired lease and drops the row
--- without waiting for its lock, so the snapshot guard never meets the new
--- claim. A wait can only start while the lease is still live, behind a
--- transaction that does not reclaim (a fixture's); a reclaim that follows
--- that transaction within the same statement, with the lease expiring in
--- between, is the one window left, which only a concurrent run could hit.
+-- mutant: race_renew_join under the strict policy (leased): the same snapshot-read
+-- generation guard in renew (a joined subselect (UPDATE ... FROM (SELECT id,
+-- generation FROM outbox_lab WHERE id = @id) AS g WHERE g.generation =
+-- @generation)), plus leased's lease check in the UPDATE's own WHERE. A stale
+-- renew sent while another worker's claim transaction holds the row, the
+-- lease still live to every other connection, passes both guards on the
+-- committed row and waits for the lock. If that transaction expires the lease
+-- and reclaims the row before it commits (the race's Begin(expire e1),
+-- docs/races.md), PostgreSQL re-checks only the UPDATE's own WHERE on the new
+-- row version, whose fresh lease passes, while the snapshot guard still sees
+-- the old generation: the stale renew lands on the new claim. In production
+-- the reclaim commits in the instant between the lock's release and the
+-- re-check (check --concurrent finds it about once in six runs); this file
+-- was in equivalent/ until the machine could take that step.
+-- catch: stale owner's renew applied
 -- outboxlab: order=fifo
 
 -- name: schema
@@ -41,14 +44,10 @@ WHERE o.id = c.id
 RETURNING o.id, o.event_id, o.generation;
 
 -- name: complete
-WITH current_claim AS (
-    SELECT generation FROM outbox_lab WHERE id = @id
-)
-UPDATE outbox_lab
-SET status = 'SENT', lease_until = NULL
+UPDATE outbox_lab SET status = 'SENT', lease_until = NULL
 WHERE id = @id
   AND status = 'INPROGRESS'
-  AND (SELECT generation FROM current_claim) = @generation
+  AND generation = @generation
   AND lease_until > clock_timestamp()
 RETURNING id;
 
@@ -63,10 +62,11 @@ WHERE id = @id
 RETURNING id;
 
 -- name: renew
-UPDATE outbox_lab
+UPDATE outbox_lab AS o
 SET lease_until = statement_timestamp() + interval '30 seconds'
-WHERE id = @id
-  AND status = 'INPROGRESS'
-  AND generation = @generation
-  AND lease_until > clock_timestamp()
-RETURNING id;
+FROM (SELECT id, generation FROM outbox_lab WHERE id = @id) AS g
+WHERE o.id = g.id
+  AND o.status = 'INPROGRESS'
+  AND g.generation = @generation
+  AND o.lease_until > clock_timestamp()
+RETURNING o.id;
