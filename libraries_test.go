@@ -85,6 +85,7 @@ func TestLibraryProfiles(t *testing.T) {
 // TestFixedLibrariesPass: every fixed variant passes the default budget.
 func TestFixedLibrariesPass(t *testing.T) {
 	honestSearch(t)
+	passBudget(t)
 	for _, lib := range protocolFiles(t, fixedDir) {
 		t.Run(lib.name, func(t *testing.T) {
 			t.Parallel()

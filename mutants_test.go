@@ -105,6 +105,7 @@ func TestEquivalentMutantsPass(t *testing.T) {
 // scenarios: no false alarms.
 func TestCorrectVariantsPass(t *testing.T) {
 	honestSearch(t)
+	passBudget(t)
 	for _, m := range protocolFiles(t, correctDir) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
