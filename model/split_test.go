@@ -1,6 +1,9 @@
 package model
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestPartFormatAndParse: a split step's part prints as [K/N] after the op
 // and parses back; a malformed part or a part of a kind that cannot be
@@ -98,5 +101,19 @@ func TestSplitRescueWritesBackOverAGivenBackRow(t *testing.T) {
 	}
 	if buries(state(Terminal).Step(Op{Kind: Rescue})) {
 		t.Error("a whole rescue pass may bury a READY row")
+	}
+}
+
+// TestSplitRescueLastPartBehindAReclaimIsRefused: a split rescue's last
+// part while a reclaim's open transaction holds an expired row may not
+// run (it would wait, and a part does not wait); Precondition says so,
+// where it once panicked on the rescue's empty event.
+func TestSplitRescueLastPartBehindAReclaimIsRefused(t *testing.T) {
+	s := NewWith(Policy{Order: FIFO, Rescue: true})
+	s.Rows = []Row{{Event: "e1", Status: InProgress, Gen: 1, LockedBy: "w2"}}
+	s.Pending = []PendingClaim{{Worker: "w2", Event: "e1", Gen: 2}}
+	err := s.Precondition(Op{Kind: Rescue, Part: Part{Upto: 2, Of: 2}})
+	if err == nil || !strings.Contains(err.Error(), "w2") {
+		t.Fatalf("Precondition = %v, want the rescue refused for w2's open transaction", err)
 	}
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Step returns every outcome the policy allows for op, each with the state
@@ -118,6 +119,12 @@ func (s State) Precondition(op Op) error {
 		return fmt.Errorf("a %s step cannot be split", op.Kind)
 	}
 	if s.Blocks(op) && !s.mayWait(op) {
+		if op.Kind == Rescue {
+			// A rescue has no row of its own: it meets every holder of an
+			// expired row (a split rescue's last part, replayed there, once
+			// indexed the rows by its empty event and panicked).
+			return fmt.Errorf("%s waits for the open transactions of %s", op, strings.Join(s.rescueHolders(), ", "))
+		}
 		return fmt.Errorf("%s waits for %s's open transaction", op, s.Rows[s.row(op.Event)].LockedBy)
 	}
 	return nil
