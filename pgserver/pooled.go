@@ -84,7 +84,7 @@ func (s *Server) WorkerConnString(ctx context.Context, schema string) (string, e
 // Pooled reports whether the workers reach the server through a pooler,
 // where their connection's server backend is not theirs alone: the
 // harness finds it by the worker's application_name (worker.Backend).
-func (s *Server) Pooled() bool { return s.pool != nil }
+func (s *Server) Pooled() bool { return s != nil && s.pool != nil }
 
 // SharedServerConns is how many server connections the workers'
 // transactions share when that is fewer than one a worker (the
@@ -92,7 +92,7 @@ func (s *Server) Pooled() bool { return s.pool != nil }
 // transaction waits for a free one while that many transactions are
 // open.
 func (s *Server) SharedServerConns() int {
-	if s.pool == nil || s.pool.mode != "transaction" {
+	if s == nil || s.pool == nil || s.pool.mode != "transaction" {
 		return 0
 	}
 	return s.pool.size

@@ -55,3 +55,70 @@ func WaitsOnLock(ctx context.Context, conn *pgx.Conn, backend uint32) (bool, err
 	err := conn.QueryRow(ctx, "SELECT cardinality(pg_blocking_pids($1)) > 0", int32(backend)).Scan(&blocked)
 	return blocked, err
 }
+
+// Backend is how the harness finds the server backend that runs a
+// worker's statements. Connected directly, it is the connection's own
+// (PID). Through a pooler it is not: PgBouncer answers the client with a
+// process id of its own, and a transaction pooler runs each transaction on
+// whichever server connection is free. There the worker's client carries
+// an application_name of its own (App, AppName), which PgBouncer sets on
+// every server connection it links to that client; a backend not idle
+// under that name runs the worker's statement or holds its transaction.
+// An idle one may keep the name of its last client, and is nobody's.
+type Backend struct {
+	PID uint32
+	App string
+}
+
+// AppName is the application_name of worker name's pooled connection.
+func AppName(name string) string { return "outboxlab " + name }
+
+// notIdle are the backends that run or hold a pooled worker's work now.
+const notIdle = "FROM pg_stat_activity WHERE application_name = $1 AND state <> 'idle'"
+
+// AwaitGone is AwaitBackendGone for b: through a pooler, until no backend
+// runs or holds the worker's work.
+func (b Backend) AwaitGone(ctx context.Context, conn *pgx.Conn) error {
+	if b.App == "" {
+		return AwaitBackendGone(ctx, conn, b.PID)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		var alive bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 "+notIdle+")", b.App).Scan(&alive); err != nil {
+			return fmt.Errorf("wait for the backends of %s to end: %w", b.App, err)
+		}
+		if !alive {
+			return nil
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// Terminate is TerminateBackend for b: through a pooler, every backend
+// that runs or holds the worker's work (an idle one holds nothing of it,
+// and may be about to run another client's).
+func (b Backend) Terminate(ctx context.Context, conn *pgx.Conn) error {
+	if b.App == "" {
+		return TerminateBackend(ctx, conn, b.PID)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) "+notIdle, b.App)
+	return err
+}
+
+// WaitsOnLock is WaitsOnLock for b. Through a pooler, a statement that
+// waits for a free server connection has no backend yet: it waits on no
+// lock (the contract's rule), and this says no.
+func (b Backend) WaitsOnLock(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	if b.App == "" {
+		return WaitsOnLock(ctx, conn, b.PID)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var blocked bool
+	err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 "+notIdle+" AND cardinality(pg_blocking_pids(pid)) > 0)", b.App).Scan(&blocked)
+	return blocked, err
+}
