@@ -41,7 +41,12 @@ func (r *run) drain() {
 	}
 	r.recoverAll()
 	w := r.workers[0]
-	for i := 0; i <= 3*len(r.model().Rows); i++ {
+	// The bound is taken once: under delete-on-complete every complete
+	// takes a row away, and a bound read each round ended the drain with
+	// rows still READY (a claim made unknown by a restart had used up a
+	// round: a stranded row that was not).
+	rounds := 3 * len(r.model().Rows)
+	for i := 0; i <= rounds; i++ {
 		got := r.exec(model.Op{Kind: model.ClaimOp, Worker: w}, func() model.Outcome { return r.runClaim(w, model.ClaimOp) })
 		if got.Kind == model.Unknown {
 			// A connection a restart broke while w was paused: the claim
