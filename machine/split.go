@@ -143,7 +143,7 @@ func (r *run) advanceSplit(t *rapid.T) {
 		r.exec(expire, func() model.Outcome { return r.runFixture(model.Expire, e) })
 		return
 	}
-	others := r.workersWhere(func(w string) bool { return w != op.Worker && r.running(w) && !r.inTx(w) })
+	others := r.workersWhere(func(w string) bool { return w != op.Worker && r.running(w) && !r.inTx(w) && r.serverConnFree(w) })
 	if len(others) == 0 {
 		r.runSplitLast()
 		return
