@@ -36,10 +36,10 @@ type pooler struct {
 }
 
 // PoolSize is the transaction pooler's default_pool_size: smaller than the
-// most workers a check runs (machine.DefaultConfig's MaxWorkers, 4), so
+// most workers a check runs (machine.Default's MaxWorkers, 4), so
 // that the workers' transactions really share server connections, as
-// under every production transaction pooler. A test of the machine
-// package holds the two numbers together.
+// under every production transaction pooler. The root package's
+// TestTransactionPoolIsSmallerThanTheWorkers holds the two together.
 const PoolSize = 3
 
 // sessionPoolSize is the session pooler's: there a client holds its
