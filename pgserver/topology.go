@@ -60,6 +60,10 @@ func (t Topology) Rewinds() bool { return t == AsyncCommit || t == AsyncStandby 
 
 func (t Topology) hasStandby() bool { return t == AsyncStandby || t == SyncStandby }
 
+// Pooler reports whether the topology puts a connection pooler between
+// the workers and the server.
+func (t Topology) Pooler() bool { return t.poolMode() != "" }
+
 // poolMode is PgBouncer's pool_mode for a pooler topology, "" for others.
 func (t Topology) poolMode() string {
 	switch t {
