@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -121,4 +123,27 @@ func (b Backend) WaitsOnLock(ctx context.Context, conn *pgx.Conn) (bool, error) 
 	var blocked bool
 	err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 "+notIdle+" AND cardinality(pg_blocking_pids(pid)) > 0)", b.App).Scan(&blocked)
 	return blocked, err
+}
+
+// errNoCancel is what a pooled connection's cancel request dial returns.
+var errNoCancel = errors.New("no cancel requests through a pooler (PgBouncer 1.18 may crash on one)")
+
+// noCancelRequests lets cfg's connection dial once, for itself: each later
+// dial would be a cancel request, which pgx sends when it closes a
+// connection whose statement a deadline interrupted. PgBouncer 1.18 dies on
+// a cancel request whose client goes away before the server has handled
+// it ("FATAL ... disconnect_client(): bad client state: 0",
+// pgbouncer/pgbouncer#801, fixed in 1.19), and a worker killed right after
+// such a close did exactly that: every worker's connection was then reset.
+// Without the cancel the statement still ends: the closed client makes
+// PgBouncer close the server connection it held, and the server rolls back.
+func noCancelRequests(cfg *pgx.ConnConfig) {
+	dial, dialed := cfg.DialFunc, false
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dialed {
+			return nil, errNoCancel
+		}
+		dialed = true
+		return dial(ctx, network, addr)
+	}
 }

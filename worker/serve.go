@@ -102,6 +102,7 @@ func (a *agent) connectWithin(limit time.Duration) Response {
 	}
 	if a.spec.Pooled {
 		cfg.RuntimeParams["application_name"] = AppName(a.spec.Name)
+		noCancelRequests(cfg)
 	}
 	conn, err := sut.ConnectWith(ctx, cfg)
 	if err != nil {
