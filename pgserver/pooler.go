@@ -137,10 +137,14 @@ func (p *pooler) startOnce(ctx context.Context, bin, clusterDir string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start pgbouncer: %w", err)
 	}
-	// The reaper reads this should the harness die from here on.
-	os.WriteFile(filepath.Join(clusterDir, "pooler.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 	p.proc, p.exited = cmd, make(chan struct{})
 	go func(done chan struct{}) { cmd.Wait(); close(done) }(p.exited)
+	// The reaper reads this should the harness die from here on (until
+	// it is written, Pdeathsig alone covers a SIGKILLed harness).
+	if err := os.WriteFile(filepath.Join(clusterDir, "pooler.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		p.stop()
+		return fmt.Errorf("pooler: %w", err)
+	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		select {
 		case <-p.exited:
