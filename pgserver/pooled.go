@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -96,4 +98,22 @@ func (s *Server) SharedServerConns() int {
 		return 0
 	}
 	return s.pool.size
+}
+
+// Broken says why the deployment stopped serving while the harness still
+// held it (PgBouncer exited), nil while it serves: a failure found after
+// that is the deployment's, not the protocol's.
+func (s *Server) Broken() error {
+	if s == nil || s.pool == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.pool.exited:
+		log, _ := os.ReadFile(filepath.Join(s.pool.dir, "pgbouncer.log"))
+		return fmt.Errorf("PgBouncer exited during the run: %s", lastLines(log, 1))
+	default:
+		return nil
+	}
 }

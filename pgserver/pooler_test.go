@@ -3,6 +3,7 @@ package pgserver
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,6 +126,16 @@ func TestSessionPoolerKeepsBackends(t *testing.T) {
 	}
 	if locked != 1 {
 		t.Errorf("%d of 2 session clients got pg_try_advisory_lock(1), want 1", locked)
+	}
+
+	// A PgBouncer that dies leaves the deployment broken, and says so.
+	if err := srv.Broken(); err != nil {
+		t.Fatalf("a serving pooler is broken: %v", err)
+	}
+	srv.pool.proc.Process.Kill()
+	<-srv.pool.exited
+	if err := srv.Broken(); err == nil || !strings.Contains(err.Error(), "PgBouncer exited during the run") {
+		t.Errorf("Broken after PgBouncer's death = %v", err)
 	}
 }
 
