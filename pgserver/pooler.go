@@ -262,15 +262,50 @@ func (p *pooler) alias(ctx context.Context, schema string) (string, error) {
 	return schema, nil
 }
 
-// point follows the server to a new port (a restart that had to take
-// another one); a server back on its port needs nothing, PgBouncer
-// reconnects by itself.
-func (p *pooler) point(ctx context.Context, port int) error {
-	if port == p.server {
-		return nil
+// restarted follows the server through a restart: to its new port if it
+// had to take another one, and until every database's pool has reached it
+// again. A worker connecting while the server was down (a spare, say) made
+// PgBouncer's login to the server fail, and until its next login succeeds
+// PgBouncer refuses a new client that would need one ("server login has
+// been failing, try again later"): a statement after the restart then
+// failed as if a fault had hit it.
+func (p *pooler) restarted(ctx context.Context, port int) error {
+	if port != p.server {
+		p.server = port
+		if err := p.reload(ctx); err != nil {
+			return err
+		}
 	}
-	p.server = port
-	return p.reload(ctx)
+	for _, db := range append([]string{p.database}, p.schemas...) {
+		if err := p.reach(ctx, db); err != nil {
+			return fmt.Errorf("pooler: after the restart: %w", err)
+		}
+	}
+	return nil
+}
+
+// reach runs a statement through database db's pool until one succeeds.
+func (p *pooler) reach(ctx context.Context, db string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		err := func() error {
+			conn, err := pgx.Connect(ctx, p.connString(db)+"&default_query_exec_mode=simple_protocol")
+			if err != nil {
+				return err
+			}
+			defer conn.Close(context.Background())
+			_, err = conn.Exec(ctx, "SELECT 1")
+			return err
+		}()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("database %s: %w", db, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (p *pooler) connString(database string) string {

@@ -120,7 +120,7 @@ func (s *Server) Crash(ctx context.Context) error {
 		return err
 	}
 	if s.pool != nil {
-		return s.pool.point(ctx, s.cluster.port)
+		return s.pool.restarted(ctx, s.cluster.port)
 	}
 	return nil
 }
