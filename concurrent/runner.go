@@ -80,6 +80,11 @@ type Runner struct {
 // so a token would be judged as the generation 0.
 var ErrTokenFence = errors.New("--concurrent does not support fence=token yet")
 
+// ErrPooled refuses a pooler topology: the concurrent workers publish
+// their connection's backend pid for the fault loop to end, and through a
+// pooler that pid is PgBouncer's, not a server backend's.
+var ErrPooled = errors.New("--concurrent does not run through a connection pooler yet")
+
 // NewRunner prepares a run: the fault proxies when cfg has faults, a
 // worker process per worker (each behind its own proxy) and the rescuer's.
 // Close ends them all. A fence=token protocol is refused (ErrTokenFence)
@@ -87,6 +92,9 @@ var ErrTokenFence = errors.New("--concurrent does not support fence=token yet")
 func NewRunner(srv *pgserver.Server, inst *sut.Instance, cfg Config) (*Runner, error) {
 	if inst.Proto.Fence == sut.FenceToken {
 		return nil, fmt.Errorf("%w: %s says fence=token, and the concurrent checker records and judges int64 generations only", ErrTokenFence, inst.Proto.File)
+	}
+	if srv.Pooled() {
+		return nil, fmt.Errorf("%w: topology %s", ErrPooled, srv.Topology)
 	}
 	r := &Runner{cfg: cfg, srv: srv, inst: inst, super: supervisor{connString: inst.ConnString, schema: inst.Statements.Schema}}
 	// A worker records at most two operations (a Begin and its end) per

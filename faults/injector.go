@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/outboxlab/outboxlab/pgserver"
 )
@@ -13,6 +14,7 @@ import (
 // crashed and restarted when this run owns it.
 type Injector struct {
 	srv     *pgserver.Server
+	workers string // where the proxies lead: the server, or its pooler
 	proxies proxySet
 	mu      sync.Mutex
 	err     error // the first proxy that would not start
@@ -20,13 +22,26 @@ type Injector struct {
 
 // New starts the workers' proxies in front of srv: in an in-process
 // toxiproxy, or, when OUTBOXLAB_TOXIPROXY_URL is set, on that toxiproxy
-// server (see externalFromEnv). Close removes them.
-func New(srv *pgserver.Server) (*Injector, error) {
-	ps, err := newProxySet(srv.ConnString())
+// server (see externalFromEnv). Close removes them. On a pooler topology
+// the proxies lead to the pooler's own database, whose connections have
+// no schema's search_path: NewFor is for the workers of a protocol.
+func New(srv *pgserver.Server) (*Injector, error) { return NewFor(srv, "") }
+
+// NewFor is New for the workers of a protocol installed in schema: their
+// proxies lead where srv.WorkerConnString says, the server or, on a pooler
+// topology, the pooler's database for that schema.
+func NewFor(srv *pgserver.Server, schema string) (*Injector, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := srv.WorkerConnString(ctx, schema)
 	if err != nil {
 		return nil, fmt.Errorf("faults: %w", err)
 	}
-	return &Injector{srv: srv, proxies: ps}, nil
+	ps, err := newProxySet(cs)
+	if err != nil {
+		return nil, fmt.Errorf("faults: %w", err)
+	}
+	return &Injector{srv: srv, workers: cs, proxies: ps}, nil
 }
 
 // WorkerConnString is where worker w connects: its own proxy, created on
@@ -40,7 +55,7 @@ func (in *Injector) WorkerConnString(w string) string {
 			in.err = err
 		}
 		in.mu.Unlock()
-		return in.srv.ConnString()
+		return in.workers
 	}
 	return cs
 }

@@ -128,7 +128,7 @@ func (r *run) claim(t *rapid.T, kind model.Kind) {
 	if kind == model.Begin && r.rescueWaits() {
 		t.Skip("a rescue waits: no new open claim transaction (see rescueWaits)")
 	}
-	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) }))
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) && r.serverConnFree(w) }))
 	r.exec(model.Op{Kind: kind, Worker: w}, func() model.Outcome { return r.runClaim(model.Op{Kind: kind, Worker: w}) })
 }
 
@@ -145,7 +145,8 @@ func (r *run) outcome(t *rapid.T, kind model.Kind, stale bool) {
 	var cands []model.Claim
 	for _, c := range s.Claims {
 		op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen}
-		if s.IsCurrent(c) == stale || !r.running(c.Worker) || r.inTx(c.Worker) || r.busy(c.Worker) || r.blocks(op) && r.waitsOn(op) == "" {
+		if s.IsCurrent(c) == stale || !r.running(c.Worker) || r.inTx(c.Worker) || r.busy(c.Worker) || !r.serverConnFree(c.Worker) ||
+			r.blocks(op) && r.waitsOn(op) == "" {
 			continue
 		}
 		if rowIndex(s, c.Event) < 0 && !s.Policy.Delete {

@@ -174,16 +174,6 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 // worker's statement waits on a lock while it has not answered.
 const lockProbeInterval = 50 * time.Millisecond
 
-// waitsOnLock asks the server, on the harness's own connection, whether a
-// backend waits for another session's lock. A failed probe says no: the
-// statement is then judged by its timeout.
-func (h *Harness) waitsOnLock(backend uint32) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	blocked, err := worker.WaitsOnLock(ctx, h.Inst.Conn, backend)
-	return err == nil && blocked
-}
-
 func (r *run) runSignal(w string, kind model.Kind) model.Outcome {
 	var err error
 	switch kind {

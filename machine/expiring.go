@@ -40,7 +40,7 @@ func (r *run) expiringReclaim(t *rapid.T, e string) bool {
 		return false
 	}
 	owner := r.ownerOf(e)
-	reclaimers := r.workersWhere(func(w string) bool { return w != owner && r.running(w) && !r.inTx(w) })
+	reclaimers := r.workersWhere(func(w string) bool { return w != owner && r.running(w) && !r.inTx(w) && r.serverConnFree(w) })
 	if len(reclaimers) == 0 || !rapid.Bool().Draw(t, "expire in a reclaim") {
 		return false
 	}

@@ -44,7 +44,7 @@ func (r *run) networkFault(t *rapid.T, replyLost bool) {
 	if err := r.h.connected(w); err != nil {
 		r.t.Fatalf("harness: %s before %s: %v", w, name, err)
 	}
-	backend := r.h.pool.Get(w).Backend
+	backend := r.h.pool.Get(w).ServerBackend()
 	undo, err := inject(w)
 	if err != nil {
 		r.t.Fatalf("harness: %v", err)
@@ -70,7 +70,7 @@ func (r *run) networkFault(t *rapid.T, replyLost bool) {
 func (r *run) faultTarget(t *rapid.T) model.Op {
 	byKind := map[model.Kind][]model.Op{}
 	add := func(op model.Op) {
-		if !r.blocks(op) {
+		if !r.blocks(op) && r.serverConnFree(op.Worker) {
 			byKind[op.Kind] = append(byKind[op.Kind], op)
 		}
 	}
@@ -118,13 +118,13 @@ func (r *run) runStep(op model.Op) model.Outcome {
 // request lost on its way in may leave it in its open transaction, holding
 // locks: the model has the connection and that transaction gone by the
 // next read.
-func (r *run) endBackend(w string, backend uint32) {
+func (r *run) endBackend(w string, backend worker.Backend) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var err error
 	r.h.timed(func() {
-		worker.TerminateBackend(ctx, r.h.Inst.Conn, backend)
-		err = worker.AwaitBackendGone(ctx, r.h.Inst.Conn, backend)
+		backend.Terminate(ctx, r.h.Inst.Conn)
+		err = backend.AwaitGone(ctx, r.h.Inst.Conn)
 	})
 	if err != nil {
 		r.t.Fatalf("harness: end %s's cut connection: %v", w, err)

@@ -48,6 +48,9 @@ type Harness struct {
 	// writer (prepareServer), so that a crash loses exactly what came
 	// after the last durable point.
 	walWriterStopped bool
+	// workerConn is where the workers connect without a fault proxy
+	// (workerConnString), once asked.
+	workerConn string
 }
 
 // SQLTime is the time the checks so far spent waiting on PostgreSQL.
@@ -111,7 +114,7 @@ var _ FaultInjector = (*faults.Injector)(nil)
 // server). Call it before the first check: workers already running keep
 // their direct connection. The returned close stops the proxies.
 func (h *Harness) AttachFaults() (close func(), err error) {
-	in, err := faults.New(h.Srv)
+	in, err := faults.NewFor(h.Srv, h.Inst.Statements.Schema)
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +140,18 @@ func New(srv *pgserver.Server, inst *sut.Instance, cfg Config) *Harness {
 // when faults are attached.
 func (h *Harness) workerSpec(name string) worker.Spec {
 	cs := h.Inst.ConnString
-	if h.Faults != nil && name != rescuer {
-		// The rescuer is not a network fault's target: it connects directly.
-		cs = h.Faults.WorkerConnString(name)
+	if name == rescuer {
+		// The rescuer is not a network fault's target, nor a worker
+		// behind a pooler: it connects directly.
+		return worker.Spec{Name: name, ConnString: cs, Statements: h.Inst.Statements, OpTimeout: h.Cfg.OpTimeout}
 	}
-	return worker.Spec{Name: name, ConnString: cs, Statements: h.Inst.Statements, OpTimeout: h.Cfg.OpTimeout}
+	if h.Faults != nil {
+		cs = h.Faults.WorkerConnString(name)
+	} else if h.Srv.Pooled() {
+		// preparePool has asked already: an error there ended the check.
+		cs, _ = h.workerConnString()
+	}
+	return worker.Spec{Name: name, ConnString: cs, Statements: h.Inst.Statements, OpTimeout: h.Cfg.OpTimeout, Pooled: h.Srv.Pooled()}
 }
 
 // Close kills every worker process.
@@ -228,6 +238,11 @@ func (h *Harness) preparePool(names []string) error {
 		// still to come, and would be read as its reset's.
 		h.kill(h.waiter)
 		h.waiter = ""
+	}
+	if h.Srv.Pooled() {
+		if _, err := h.workerConnString(); err != nil {
+			return err
+		}
 	}
 	if h.Inst.Proto.Has(sut.Rescue) {
 		names = append(slices.Clone(names), rescuer)

@@ -155,6 +155,9 @@ func (r *run) canReplay(op model.Op) error {
 		if !r.running(w) || r.inTx(w) {
 			return fmt.Errorf("%s is not running outside a transaction", w)
 		}
+		if !r.serverConnFree(w) {
+			return fmt.Errorf("every server connection of the pool is held: %s would wait for one", w)
+		}
 		if op.Kind == model.Begin && r.rescueWaits() {
 			return fmt.Errorf("a rescue waits: no new open claim transaction")
 		}
@@ -172,7 +175,7 @@ func (r *run) canReplay(op model.Op) error {
 		if !slices.Contains(s.Claims, model.Claim{Worker: w, Event: op.Event, Gen: op.Gen}) {
 			return fmt.Errorf("%s never received that claim", w)
 		}
-		if !r.running(w) || r.inTx(w) || r.busy(w) || r.blocks(op) && r.waitsOn(op) == "" {
+		if !r.running(w) || r.inTx(w) || r.busy(w) || !r.serverConnFree(w) || r.blocks(op) && r.waitsOn(op) == "" {
 			return fmt.Errorf("%s cannot run it now", w)
 		}
 	case model.Pause, model.Kill:

@@ -109,7 +109,7 @@ func (r *run) canSplit(op model.Op) error {
 		return r.canSplitRescue()
 	case !slices.Contains(r.model().Claims, model.Claim{Worker: w, Event: op.Event, Gen: op.Gen}):
 		return fmt.Errorf("%s never received that claim", w)
-	case !r.running(w) || r.inTx(w) || r.busy(w) || r.blocks(op) || r.h.pool.Stale(w):
+	case !r.running(w) || r.inTx(w) || r.busy(w) || r.blocks(op) || r.h.pool.Stale(w) || !r.serverConnFree(w):
 		// (A connection a restart broke while w was paused answers the
 		// first part with an error: the split would be lost at once.)
 		return fmt.Errorf("%s cannot run it now", w)
@@ -143,7 +143,7 @@ func (r *run) advanceSplit(t *rapid.T) {
 		r.exec(expire, func() model.Outcome { return r.runFixture(model.Expire, e) })
 		return
 	}
-	others := r.workersWhere(func(w string) bool { return w != op.Worker && r.running(w) && !r.inTx(w) })
+	others := r.workersWhere(func(w string) bool { return w != op.Worker && r.running(w) && !r.inTx(w) && r.serverConnFree(w) })
 	if len(others) == 0 {
 		r.runSplitLast()
 		return

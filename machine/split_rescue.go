@@ -73,7 +73,7 @@ func (r *run) stepsOnExpiredRows() []model.Op {
 			continue
 		}
 		expired = true
-		if s.Rows[i].Gen != c.Gen || !r.running(c.Worker) || r.inTx(c.Worker) || r.busy(c.Worker) {
+		if s.Rows[i].Gen != c.Gen || !r.running(c.Worker) || r.inTx(c.Worker) || r.busy(c.Worker) || !r.serverConnFree(c.Worker) {
 			continue
 		}
 		for _, k := range kinds {
@@ -85,7 +85,7 @@ func (r *run) stepsOnExpiredRows() []model.Op {
 	if !expired {
 		return nil
 	}
-	for _, w := range r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) && !r.busy(w) }) {
+	for _, w := range r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) && !r.busy(w) && r.serverConnFree(w) }) {
 		cands = append(cands, model.Op{Kind: model.ClaimOp, Worker: w})
 	}
 	return cands

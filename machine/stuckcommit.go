@@ -104,7 +104,7 @@ func (r *run) outcomeFromAnswer(op model.Op, resp worker.Response, err error, fa
 // It must be seen: a commit whose wait the worker's own timeout cancels
 // returns success, committed on the primary alone, and a failover then
 // loses an acknowledged commit.
-func (h *Harness) waitsOnStandby(uint32) bool {
+func (h *Harness) waitsOnStandby(worker.Backend) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var waits bool

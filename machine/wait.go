@@ -115,7 +115,7 @@ func (r *run) waitingSteps() []model.Op {
 	for _, c := range s.Claims {
 		i := rowIndex(s, c.Event)
 		if i < 0 || s.Rows[i].Status != model.InProgress || s.Rows[i].Gen != c.Gen ||
-			!r.running(c.Worker) || r.inTx(c.Worker) || r.busy(c.Worker) {
+			!r.running(c.Worker) || r.inTx(c.Worker) || r.busy(c.Worker) || !r.serverConnFree(c.Worker) {
 			continue
 		}
 		for _, k := range kinds {
@@ -140,7 +140,7 @@ func (r *run) reclaimInTx(t *rapid.T) {
 			owners[c.Worker] = true
 		}
 	}
-	reclaimers := r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) && !owners[w] })
+	reclaimers := r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) && !owners[w] && r.serverConnFree(w) })
 	if len(owners) == 0 || len(reclaimers) == 0 {
 		r.expireForRace(t)
 		return

@@ -65,9 +65,10 @@ func Seed(seed uint64) Option { return func(o *options) { o.seed = seed } }
 func Shard(k, n int) Option { return func(o *options) { o.shard = search.Shard{K: k, N: n} } }
 
 // Topology runs the check on that deployment (outboxlab check --topology):
-// pgserver.Single (the default), AsyncCommit, AsyncStandby or SyncStandby,
-// or their names ("async-standby"). Every topology but single is built from
-// local server binaries, one per test binary, shared by its checks; an
-// unknown name is bad input. The result names the topology, and so does
+// pgserver.Single (the default), AsyncCommit, AsyncStandby, SyncStandby,
+// PoolerTransaction or PoolerSession, or their names ("async-standby").
+// Every topology but single is built from local server binaries (the
+// pooler ones with Debian's pgbouncer), one per test binary, shared by its
+// checks; an unknown name is bad input. The result names the topology, and so does
 // the failure's outboxlab reproduce line.
 func Topology(t pgserver.Topology) Option { return func(o *options) { o.topology = t } }

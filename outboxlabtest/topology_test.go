@@ -42,7 +42,7 @@ func TestCheckOnATopology(t *testing.T) {
 // anything runs, naming the known ones.
 func TestBadTopologyFails(t *testing.T) {
 	_, err := outboxlabtest.Run("leased", outboxlabtest.Topology("pooler"))
-	want := `outboxlabtest.Topology: unknown topology "pooler": want one of single, async-commit, async-standby, sync-standby`
+	want := `outboxlabtest.Topology: unknown topology "pooler": want one of single, async-commit, async-standby, sync-standby, pooler-transaction, pooler-session`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Topology(pooler): error %v, want %s", err, want)
 	}

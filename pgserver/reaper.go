@@ -17,8 +17,11 @@ const tempPrefix = "outboxlab-pg-"
 // any means, SIGKILL included), then kills the cluster's process group and
 // removes its directory. It runs in its own process group so that killing
 // the harness's group does not take it down first.
-const reaperScript = `cat >/dev/null
-pidfile="$1/data/postmaster.pid"
+const reaperScript = "cat >/dev/null\n" + reaperBody
+
+// reaperBody is what every reaper does last: kill the postmaster's
+// group and remove the directory.
+const reaperBody = `pidfile="$1/data/postmaster.pid"
 if [ -f "$pidfile" ]; then
   pid=$(head -n 1 "$pidfile")
   kill -9 -- "-$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null

@@ -30,7 +30,8 @@ type Server struct {
 	connString string
 	cluster    *cluster      // set when Source == "local"
 	container  *dockerServer // set when Source == "docker"
-	deploy     *deployment   // set for every topology but Single
+	deploy     *deployment   // set for the rewinding and standby topologies
+	pool       *pooler       // set for the pooler topologies, with cluster
 	mu         sync.Mutex
 }
 
@@ -115,13 +116,22 @@ func (s *Server) Crash(ctx context.Context) error {
 	if s.cluster == nil {
 		return errors.New("crash: the server was not started by this run")
 	}
-	return s.cluster.restart(ctx)
+	if err := s.cluster.restart(ctx); err != nil {
+		return err
+	}
+	if s.pool != nil {
+		return s.pool.restarted(ctx, s.cluster.port)
+	}
+	return nil
 }
 
 // Close stops whatever the run started; a user's server is left alone.
 func (s *Server) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.pool != nil {
+		s.pool.stop() // first: nothing reconnects to the stopping server
+	}
 	if s.cluster != nil {
 		s.cluster.stop()
 	}
@@ -134,7 +144,7 @@ func (s *Server) Close() {
 }
 
 func (s *Server) String() string {
-	if s.deploy != nil {
+	if s.deploy != nil || s.pool != nil {
 		return fmt.Sprintf("PostgreSQL %s (%s, %s)", strings.Fields(s.Version + " ?")[0], s.Source, s.Topology)
 	}
 	return fmt.Sprintf("PostgreSQL %s (%s)", strings.Fields(s.Version + " ?")[0], s.Source)

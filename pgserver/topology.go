@@ -29,10 +29,18 @@ const (
 	// acknowledged commit, and a commit waiting on the standby is an
 	// unknown outcome.
 	SyncStandby Topology = "sync-standby"
+	// PoolerTransaction is one server behind PgBouncer in transaction
+	// mode with a pool smaller than the workers (pooler.go): a worker's
+	// transactions run on whichever server connection is free. Its fault
+	// is the server's restart, which PgBouncer outlives.
+	PoolerTransaction Topology = "pooler-transaction"
+	// PoolerSession is the same in session mode: a client keeps its
+	// server connection, the control for PoolerTransaction.
+	PoolerSession Topology = "pooler-session"
 )
 
 // Topologies lists every topology, Single first.
-var Topologies = []Topology{Single, AsyncCommit, AsyncStandby, SyncStandby}
+var Topologies = []Topology{Single, AsyncCommit, AsyncStandby, SyncStandby, PoolerTransaction, PoolerSession}
 
 // ParseTopology reads a topology's name.
 func ParseTopology(name string) (Topology, error) {
@@ -51,6 +59,21 @@ func ParseTopology(name string) (Topology, error) {
 func (t Topology) Rewinds() bool { return t == AsyncCommit || t == AsyncStandby }
 
 func (t Topology) hasStandby() bool { return t == AsyncStandby || t == SyncStandby }
+
+// Pooler reports whether the topology puts a connection pooler between
+// the workers and the server.
+func (t Topology) Pooler() bool { return t.poolMode() != "" }
+
+// poolMode is PgBouncer's pool_mode for a pooler topology, "" for others.
+func (t Topology) poolMode() string {
+	switch t {
+	case PoolerTransaction:
+		return "transaction"
+	case PoolerSession:
+		return "session"
+	}
+	return ""
+}
 
 // Fault names the server fault a deployment supports, so that the machine
 // asks the server which one to inject rather than switching on topologies.
@@ -103,6 +126,9 @@ func StartTopology(ctx context.Context, t Topology) (*Server, error) {
 }
 
 func startTopology(ctx context.Context, t Topology, bin string) (*Server, error) {
+	if mode := t.poolMode(); mode != "" {
+		return startPooled(ctx, t, mode, bin)
+	}
 	d, err := startDeployment(ctx, t, bin)
 	if err != nil {
 		return nil, fmt.Errorf("start %s from %s: %w", t, bin, err)

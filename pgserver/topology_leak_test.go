@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // holdTopologiesEnv makes TestHoldTopologiesHelper, in a child test
@@ -20,10 +22,11 @@ import (
 const holdTopologiesEnv = "OUTBOXLAB_TEST_HOLD_TOPOLOGIES"
 
 // TestNothingOfATopologyOutlivesAKilledRun kills, with SIGKILL, a process
-// that holds an async-commit server whose WAL writer MarkDurable stopped
-// and a sync-standby pair whose WAL sender Stall stopped (processes that
-// do not notice their postmaster's death), and checks that no process and
-// no directory of either is left a few seconds later.
+// that holds an async-commit server whose WAL writer MarkDurable stopped,
+// a sync-standby pair whose WAL sender Stall stopped (processes that do
+// not notice their postmaster's death) and a pooler-transaction server
+// whose PgBouncer holds a client, and checks that no process and no
+// directory of any is left a few seconds later.
 func TestNothingOfATopologyOutlivesAKilledRun(t *testing.T) {
 	t.Parallel()
 	exe, _ := os.Executable()
@@ -52,10 +55,10 @@ func TestNothingOfATopologyOutlivesAKilledRun(t *testing.T) {
 			t.Fatalf("child could not hold its topologies: %s", lines.Text())
 		}
 	}
-	if len(dirs) != 3 || len(pids) < 12 { // a postmaster and three children each, at least
+	if len(dirs) != 4 || len(pids) < 17 { // a postmaster and three children each, at least, and PgBouncer
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("child reported %d directories and %d processes, want 3 and a server's worth each", len(dirs), len(pids))
+		t.Fatalf("child reported %d directories and %d processes, want 4 and a server's worth each", len(dirs), len(pids))
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -92,17 +95,21 @@ func TestHoldTopologiesHelper(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	servers := make(chan *Server, 2)
-	for _, topo := range []Topology{AsyncCommit, SyncStandby} {
+	topologies := []Topology{AsyncCommit, SyncStandby, PoolerTransaction}
+	servers := make(chan *Server, len(topologies))
+	for _, topo := range topologies {
 		go func() {
 			srv, err := startTopology(ctx, topo, bin)
 			if err != nil {
 				fail(err)
 			}
-			if topo == AsyncCommit {
+			switch topo {
+			case AsyncCommit:
 				err = srv.MarkDurable(ctx)
-			} else {
+			case SyncStandby:
 				err = srv.Stall(ctx)
+			default:
+				err = holdPoolerClient(ctx, srv)
 			}
 			if err != nil {
 				fail(err)
@@ -110,8 +117,16 @@ func TestHoldTopologiesHelper(t *testing.T) {
 			servers <- srv
 		}()
 	}
-	for range 2 {
+	for range topologies {
 		srv := <-servers
+		if srv.pool != nil {
+			fmt.Println("dir", srv.cluster.dir)
+			fmt.Println("pid", srv.pool.proc.Process.Pid)
+			for _, pid := range serverProcesses(filepath.Join(srv.cluster.dir, "data")) {
+				fmt.Println("pid", pid)
+			}
+			continue
+		}
 		for _, c := range []*cluster{srv.deploy.primary, srv.deploy.standby} {
 			if c == nil {
 				continue
@@ -124,4 +139,19 @@ func TestHoldTopologiesHelper(t *testing.T) {
 	}
 	fmt.Println("ready")
 	select {}
+}
+
+// holdPoolerClient leaves a client of srv's PgBouncer in an open
+// transaction, so that a server backend is busy for it when the run dies.
+func holdPoolerClient(ctx context.Context, srv *Server) error {
+	cs, err := srv.WorkerConnString(ctx, "")
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, cs)
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "BEGIN; SELECT pg_advisory_xact_lock(1)")
+	return err
 }

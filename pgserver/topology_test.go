@@ -13,13 +13,13 @@ import (
 )
 
 func TestParseTopology(t *testing.T) {
-	for _, name := range []string{"single", "async-commit", "async-standby", "sync-standby"} {
+	for _, name := range []string{"single", "async-commit", "async-standby", "sync-standby", "pooler-transaction", "pooler-session"} {
 		if got, err := ParseTopology(name); err != nil || string(got) != name {
 			t.Errorf("ParseTopology(%q) = %q, %v", name, got, err)
 		}
 	}
 	_, err := ParseTopology("pooler")
-	want := `unknown topology "pooler": want one of single, async-commit, async-standby, sync-standby`
+	want := `unknown topology "pooler": want one of single, async-commit, async-standby, sync-standby, pooler-transaction, pooler-session`
 	if err == nil || err.Error() != want {
 		t.Errorf("ParseTopology(pooler) error = %v, want %s", err, want)
 	}
@@ -121,7 +121,7 @@ func startTestTopology(t testing.TB, topo Topology) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		dirs := srv.deploy.dirs()
+		dirs := srv.dirs()
 		srv.Close()
 		for _, d := range dirs {
 			if _, err := os.Stat(d); !os.IsNotExist(err) {
@@ -130,6 +130,18 @@ func startTestTopology(t testing.TB, topo Topology) *Server {
 		}
 	})
 	return srv
+}
+
+// dirs lists the directories of the server's clusters (and pooler).
+func (s *Server) dirs() []string {
+	if s.deploy != nil {
+		return s.deploy.dirs()
+	}
+	dirs := []string{s.cluster.dir, filepath.Join(s.cluster.dir, "data")}
+	if s.pool != nil {
+		dirs = append(dirs, s.pool.dir)
+	}
+	return dirs
 }
 
 // dirs lists the cluster directories of the deployment's servers.

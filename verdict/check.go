@@ -81,6 +81,9 @@ func check(s search.Searcher, r Run, res Result) Result {
 	res.Coverage = s.Coverage.Counts()
 	required := machine.RequiredClasses(r.Cfg, s.Inst.Proto.Policy(), s.Inst.Proto.Has, s.Srv.Fault() != pgserver.FaultNone)
 	switch v := c.Failure; {
+	case s.Srv.Broken() != nil:
+		// Every connection through it failed from then on: no verdict.
+		res.Result, res.Error = Error, s.Srv.Broken().Error()
 	case !c.Caught:
 		res.Result = Pass
 		if res.Uncovered = s.Coverage.Missing(required); len(res.Uncovered) > 0 {

@@ -55,10 +55,10 @@ func (p *Pool) Kill(ctx context.Context, conn *pgx.Conn, name string) error {
 	if proc == nil {
 		return nil
 	}
-	backend := proc.Backend
+	backend := proc.ServerBackend()
 	p.KillIdle(name)
-	TerminateBackend(ctx, conn, backend)
-	return AwaitBackendGone(ctx, conn, backend)
+	backend.Terminate(ctx, conn)
+	return backend.AwaitGone(ctx, conn)
 }
 
 // KillIdle SIGKILLs name's process and does not wait for the server to end

@@ -180,7 +180,7 @@ func (p *Process) send(req Request) error {
 // is returned as soon as it has. A statement that is only slow (a loaded
 // machine) is waited for up to the usual limit, so a verdict of "blocked"
 // always rests on the server's word.
-func (p *Process) DoWatched(req Request, interval time.Duration, blocked func(backend uint32) bool) (Response, error) {
+func (p *Process) DoWatched(req Request, interval time.Duration, blocked func(Backend) bool) (Response, error) {
 	if err := p.send(req); err != nil {
 		return Response{}, err
 	}
@@ -194,7 +194,7 @@ func (p *Process) DoWatched(req Request, interval time.Duration, blocked func(ba
 		if err != ErrHung {
 			return resp, err
 		}
-		if blocked(p.Backend) {
+		if blocked(p.ServerBackend()) {
 			return Response{}, ErrBlocked
 		}
 	}
@@ -259,6 +259,16 @@ func (p *Process) KillAsync() {
 	p.stdin.Close()
 	p.out.Close()
 	p.paused = false
+}
+
+// ServerBackend is how to find the server backend of the worker's
+// statements (Backend): its connection's pid, or through a pooler its
+// application_name.
+func (p *Process) ServerBackend() Backend {
+	if p.spec.Pooled {
+		return Backend{App: AppName(p.spec.Name)}
+	}
+	return Backend{PID: p.Backend}
 }
 
 // Pid is the worker's process id (for logs, never for failure messages).

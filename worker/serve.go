@@ -96,7 +96,15 @@ func (a *agent) connectWithin(limit time.Duration) Response {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	conn, err := sut.Connect(ctx, a.spec.ConnString, a.spec.Statements.Schema)
+	cfg, err := sut.ConnConfig(a.spec.ConnString, a.spec.Statements.Schema)
+	if err != nil {
+		return failure(err, false)
+	}
+	if a.spec.Pooled {
+		cfg.RuntimeParams["application_name"] = AppName(a.spec.Name)
+		noCancelRequests(cfg)
+	}
+	conn, err := sut.ConnectWith(ctx, cfg)
 	if err != nil {
 		return failure(err, false)
 	}
@@ -113,7 +121,16 @@ func (a *agent) connectWithin(limit time.Duration) Response {
 // then the reply of a statement that ran, not of its preparation. A section
 // of several statements is left to pgx's cache: its later statements may
 // name what the earlier ones make (a temp table), which does not exist yet.
+//
+// Through a pooler nothing is prepared: a named statement lives on one
+// server connection, and a transaction pooler runs the next transaction on
+// another (PgBouncer before 1.21 keeps none across transactions). pgx would
+// run a statement prepared here by name, whatever the connection string's
+// query mode.
 func prepare(conn *pgx.Conn, spec Spec) error {
+	if spec.Pooled {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), spec.OpTimeout)
 	defer cancel()
 	for _, name := range []string{sut.Claim, sut.Complete, sut.Retry, sut.Renew, sut.Rescue} {

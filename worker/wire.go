@@ -30,6 +30,12 @@ type Spec struct {
 	// board and this worker's slot on it ("" without).
 	Board string `json:",omitempty"`
 	Slot  int    `json:",omitempty"`
+	// Pooled says ConnString reaches the server through a connection
+	// pooler (pgserver.Server.Pooled): the worker prepares no named
+	// statement (the connection string's query mode needs none) and names
+	// its connection AppName(Name), by which the harness finds its server
+	// backend (Backend).
+	Pooled bool `json:",omitempty"`
 }
 
 // Request is one line the parent writes.

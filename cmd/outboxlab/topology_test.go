@@ -18,7 +18,7 @@ func TestTopologyFlagRefusesAnUnknownName(t *testing.T) {
 	for _, cmd := range []string{"check", "scenarios"} {
 		var stdout, stderr bytes.Buffer
 		code := run([]string{cmd, "--topology", "pooler", "leased"}, &stdout, &stderr)
-		want := `unknown topology "pooler": want one of single, async-commit, async-standby, sync-standby`
+		want := `unknown topology "pooler": want one of single, async-commit, async-standby, sync-standby, pooler-transaction, pooler-session`
 		if code != exitBad || !strings.Contains(stderr.String(), want) || stdout.Len() != 0 {
 			t.Errorf("%s --topology pooler: exit %d, stdout %q, stderr %q; want exit 2 and %q", cmd, code, stdout.String(), stderr.String(), want)
 		}

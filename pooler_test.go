@@ -1,0 +1,88 @@
+package outboxlab
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/search"
+)
+
+// The pooler topologies (PROTOCOL-FORMAT.md, "Session leases, and
+// connection poolers"): a stored-lease protocol keeps its verdict behind
+// PgBouncer, in session mode and in transaction mode, where its workers'
+// transactions share fewer server connections than there are workers. The
+// whole catalogue was measured by hand (docs/topologies.md); CI runs a
+// subset that covers what a pooler could change: an open claim
+// transaction, a waiting step's lock probe, a split, a library's fixed
+// file, and mutants caught by a blocked claim and a stale outcome.
+
+// poolerCase is one protocol held to its verdict on both poolers.
+type poolerCase struct {
+	path string
+	rule string // "" for a pass
+}
+
+var poolerCases = []poolerCase{
+	{"leased", ""},
+	{"testdata/correct/two_statement_complete.sql", ""},
+	{"testdata/libraries/fixed/river.sql", ""},
+	{"testdata/mutants/claim_no_lock.sql", "claim blocked"},
+	{"testdata/mutants/complete_no_generation.sql", "stale owner's complete applied"},
+}
+
+// TestTransactionPoolIsSmallerThanTheWorkers: the transaction pooler
+// shares fewer server connections than the most workers a check runs, or
+// it would pool nothing.
+func TestTransactionPoolIsSmallerThanTheWorkers(t *testing.T) {
+	if pgserver.PoolSize >= machine.Default().MaxWorkers || pgserver.PoolSize < 1 {
+		t.Fatalf("pgserver.PoolSize %d, want from 1 to %d (machine.Default().MaxWorkers - 1)", pgserver.PoolSize, machine.Default().MaxWorkers-1)
+	}
+}
+
+// TestPoolerTopologiesKeepVerdicts runs each case on pooler-transaction
+// and pooler-session from seed 1, at a fifth of the default budget, and
+// checks that its workers' statements ran on server backends named for
+// them: through the pooler, not around it.
+func TestPoolerTopologiesKeepVerdicts(t *testing.T) {
+	honestSearch(t)
+	setRapidFlag(t, "rapid.seed", "1")
+	setRapidFlag(t, "rapid.checks", "20")
+	for _, topo := range []pgserver.Topology{pgserver.PoolerTransaction, pgserver.PoolerSession} {
+		for _, pc := range poolerCases {
+			name := strings.TrimSuffix(pc.path[strings.LastIndex(pc.path, "/")+1:], ".sql")
+			t.Run(string(topo)+"/"+name, func(t *testing.T) {
+				h := topologyHarness(t, topo, pc.path, machine.Default())
+				c := search.Measure(t.Name(), h, h.Check)
+				program := strings.Join(c.Program, "\n")
+				switch {
+				case pc.rule == "" && c.Caught:
+					t.Fatalf("%s failed on %s: %v\n%s", name, topo, c.Failure, program)
+				case pc.rule != "" && (c.Failure == nil || !strings.Contains(c.Failure.Rule, pc.rule)):
+					t.Fatalf("%s on %s: caught %v (%v), want a failure %q\n%s", name, topo, c.Caught, c.Failure, pc.rule, program)
+				}
+				wantPooledBackends(t, h)
+			})
+		}
+	}
+}
+
+// wantPooledBackends fails unless the server has backends that PgBouncer
+// named for a worker (worker.AppName): a worker connected around the
+// pooler names its own connection "outboxlab".
+func wantPooledBackends(t *testing.T, h *machine.Harness) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var named int
+	err := h.Inst.Conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'outboxlab w%'").Scan(&named)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if named == 0 {
+		t.Fatal("no server backend carries a worker's name: the workers did not connect through the pooler")
+	}
+}
