@@ -180,7 +180,7 @@ func overlappingRows(ops []porcupine.Operation, i int, buries bool) []string {
 	me := ops[i]
 	var events []string
 	add := func(e string) {
-		if !contains(events, e) {
+		if !slices.Contains(events, e) {
 			events = append(events, e)
 		}
 	}
@@ -258,13 +258,4 @@ func heldByOpenTransactions(ops []porcupine.Operation, j int, buries bool) []str
 	}
 	slices.Sort(out)
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -72,7 +72,7 @@ func (r *run) behindExpiringReclaim(op model.Op, holder string) bool {
 // mayExpireInTx reports whether every model state lets Begin(expire e) run.
 func (r *run) mayExpireInTx(e string) bool {
 	for _, s := range r.states {
-		if s.Precondition(model.Op{Kind: model.Begin, Worker: "?", Event: e}) != nil {
+		if s.CanExpireInTx(e) != nil {
 			return false
 		}
 	}

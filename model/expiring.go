@@ -20,9 +20,9 @@ import "fmt"
 // w2.Begin(expire e1).
 const expirePrefix = "expire "
 
-// canExpireInTx is why Begin(expire event) cannot run now, or nil: its
+// CanExpireInTx is why Begin(expire event) cannot run now, or nil: its
 // UPDATE needs a live lease that no open transaction holds.
-func (s State) canExpireInTx(event string) error {
+func (s State) CanExpireInTx(event string) error {
 	i := s.row(event)
 	if i < 0 {
 		return fmt.Errorf("Begin(expire %s): no such row", event)

@@ -111,7 +111,7 @@ func (s State) Precondition(op Op) error {
 		}
 	}
 	if op.Kind == Begin && op.Event != "" {
-		if err := s.canExpireInTx(op.Event); err != nil {
+		if err := s.CanExpireInTx(op.Event); err != nil {
 			return err
 		}
 	}
