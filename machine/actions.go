@@ -128,6 +128,11 @@ func (r *run) claim(t *rapid.T, kind model.Kind) {
 	if kind == model.Begin && r.rescueWaits() {
 		t.Skip("a rescue waits: no new open claim transaction (see rescueWaits)")
 	}
+	if r.split != nil && r.split.Kind == model.ClaimOp && kind == model.ClaimOp {
+		// Another claim would bury or take, by chance, the rows the
+		// split's race is about: it runs as the split's step instead.
+		t.Skip("a claim is split: other claims run as its steps (split_claim.go)")
+	}
 	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) && r.serverConnFree(w) }))
 	r.exec(model.Op{Kind: kind, Worker: w}, func() model.Outcome { return r.runClaim(model.Op{Kind: kind, Worker: w}) })
 }

@@ -88,6 +88,11 @@ var directiveNeeds = map[string]string{
 func RequiredClasses(cfg Config, p model.Policy, has func(section string) bool, canRestart bool) []string {
 	var out []string
 	for _, class := range BaseClasses {
+		if class == CovReclaim && p.MaxAttempts == 1 {
+			// Every expired lease is a last attempt, to bury: no claim
+			// must take one (a relaxed budget may, never must).
+			continue
+		}
 		if !slices.ContainsFunc(needs[class], func(s string) bool { return !has(s) }) {
 			out = append(out, class)
 		}

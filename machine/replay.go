@@ -107,7 +107,14 @@ func (r *run) runOp(op model.Op) {
 		r.nextEvent++
 		r.exec(op, func() model.Outcome { return r.runEnqueue(op.Event) })
 	case model.ClaimOp, model.Begin:
-		r.exec(op, func() model.Outcome { return r.runClaim(op) })
+		switch {
+		case op.Part.First():
+			r.runSplitFirst(op)
+		case op.Part.Last():
+			r.runSplitLast()
+		default:
+			r.exec(op, func() model.Outcome { return r.runClaim(op) })
+		}
 	case model.Commit, model.Rollback:
 		r.exec(op, func() model.Outcome { return r.runEndTx(w, op.Kind) })
 	case model.Complete, model.Retry, model.Renew, model.Rescue:

@@ -45,6 +45,9 @@ type run struct {
 	// split is the first part of the split section whose last part has
 	// not run yet (split.go), if any.
 	split *model.Op
+	// splitStepped says whether the split action has taken a step for the
+	// open split since its first part (split_claim.go).
+	splitStepped bool
 	// since is what a rewind may go back to (rewind.go); nil on a server
 	// that never loses an acknowledged commit. stalled is set while
 	// replication to the standby is stopped (rewind.go).

@@ -54,11 +54,11 @@ func (r *run) statementsToSplit(kind model.Kind) int {
 
 // splits reports whether the protocol has a section the machine may split.
 func (r *run) splits() bool {
-	return r.statementsToSplit(model.Rescue) > 0 ||
+	return r.statementsToSplit(model.Rescue) > 0 || r.statementsToSplit(model.ClaimOp) > 0 ||
 		slices.ContainsFunc(splittable, func(k model.Kind) bool { return r.statementsToSplit(k) > 0 })
 }
 
-// sectionOf is the section a kind runs: complete, retry, renew, rescue.
+// sectionOf is the section a kind runs: claim, complete, retry, renew, rescue.
 func sectionOf(kind model.Kind) string { return strings.ToLower(string(kind)) }
 
 // mayStartSplit reports whether a split may begin now.
@@ -78,6 +78,9 @@ func (r *run) splitAction(t *rapid.T) {
 	if !r.mayStartSplit() {
 		t.Skip("a step waits, a fault is armed, or the drain runs")
 	}
+	if r.expireForClaimSplit(t) {
+		return
+	}
 	var cands []model.Op
 	for _, c := range r.model().Claims {
 		for _, kind := range splittable {
@@ -91,6 +94,11 @@ func (r *run) splitAction(t *rapid.T) {
 	slices.SortFunc(cands, func(a, b model.Op) int { return strings.Compare(a.String(), b.String()) })
 	if op := (model.Op{Kind: model.Rescue, Part: model.Part{Upto: 1, Of: r.statementsToSplit(model.Rescue)}}); r.canSplit(op) == nil {
 		cands = append(cands, op)
+	}
+	for _, w := range r.workers {
+		if op := (model.Op{Kind: model.ClaimOp, Worker: w, Part: model.Part{Upto: 1, Of: r.statementsToSplit(model.ClaimOp)}}); r.canSplit(op) == nil {
+			cands = append(cands, op)
+		}
 	}
 	op := pick(t, "split", cands)
 	op.Part.Upto = rapid.IntRange(1, op.Part.Of-1).Draw(t, "split_after")
@@ -107,6 +115,8 @@ func (r *run) canSplit(op model.Op) error {
 		return fmt.Errorf("the %s section cannot be split as %s", op.Kind, op.Part)
 	case op.Kind == model.Rescue:
 		return r.canSplitRescue()
+	case op.Kind == model.ClaimOp:
+		return r.canSplitClaim(w)
 	case !slices.Contains(r.model().Claims, model.Claim{Worker: w, Event: op.Event, Gen: op.Gen}):
 		return fmt.Errorf("%s never received that claim", w)
 	case !r.running(w) || r.inTx(w) || r.busy(w) || r.blocks(op) || r.h.pool.Stale(w) || !r.serverConnFree(w):
@@ -120,8 +130,12 @@ func (r *run) canSplit(op model.Op) error {
 // advanceSplit is the split action while a split is open.
 func (r *run) advanceSplit(t *rapid.T) {
 	op := *r.split
-	if op.Kind == model.Rescue {
+	switch op.Kind {
+	case model.Rescue:
 		r.advanceRescueSplit(t)
+		return
+	case model.ClaimOp:
+		r.advanceClaimSplit(t)
 		return
 	}
 	s := r.model()
@@ -187,7 +201,7 @@ func (r *run) runSplitFirst(op model.Op) {
 	}); got.Kind == model.Unknown {
 		return // its transaction went with the connection: no split is open
 	}
-	r.split = &op
+	r.split, r.splitStepped = &op, false
 	r.holdSplitRows()
 	r.h.Coverage.add(CovSplitStep)
 }
@@ -203,8 +217,13 @@ func (r *run) runSplitLast() {
 	r.split = nil
 	r.exec(op, func() model.Outcome {
 		resp, unknown := r.request(waiterOf(op), req, op)
-		if op.Kind == model.Rescue {
+		switch {
+		case op.Kind == model.Rescue:
 			return okOrUnknown(unknown)
+		case op.Kind == model.ClaimOp && unknown:
+			return model.Outcome{Kind: model.Unknown}
+		case op.Kind == model.ClaimOp:
+			return r.claimOutcome(resp.Rows)
 		}
 		return r.outcomeOf(resp, unknown)
 	})
@@ -213,8 +232,11 @@ func (r *run) runSplitLast() {
 // splitRequest is the request op's parts are made from: its outcome's, or
 // the rescue's.
 func (r *run) splitRequest(op model.Op) worker.Request {
-	if op.Kind == model.Rescue {
+	switch op.Kind {
+	case model.Rescue:
 		return rescueRequest
+	case model.ClaimOp:
+		return worker.Request{Op: "claim"}
 	}
 	return r.outcomeRequest(op.Whole())
 }

@@ -21,23 +21,14 @@ import (
 // transaction that Begin opens: the rows are locked but their committed
 // fields change only at Commit.
 func (s State) claim(worker string, inTx bool) []Transition {
-	p := s.Policy
-	bury := [][]int{s.exhaustedRows()}
-	if p.relaxed(AttemptBudget) {
-		// None may go DEAD, or those past the declared budget, or every
-		// expired claim.
-		bury = [][]int{nil, s.exhaustedRows(), s.expiredRows()}
-	}
-	if p.Rescue && len(bury[0]) > 0 {
-		bury = append(bury, nil)
-	}
-	short := []bool{false}
-	if p.relaxed(OneLiveOwner) {
-		short = append(short, true) // the lease granted may be too short
-	}
+	return s.claimTransitions(worker, inTx, s.claimPicks(), s.buryChoices())
+}
+
+// claimPicks are the sets of rows a claim may take.
+func (s State) claimPicks() [][]int {
 	eligible := s.eligibleRows(true)
 	picks := s.picks(eligible)
-	if p.Rescue || p.relaxed(NoStrandedRow) {
+	if s.Policy.Rescue || s.Policy.relaxed(NoStrandedRow) {
 		// Expired leases may be left to the rescue (or to nobody).
 		picks = append(picks, s.picks(s.eligibleRows(false))...)
 	}
@@ -47,6 +38,30 @@ func (s State) claim(worker string, inTx bool) []Transition {
 		for k := 1; k <= min(s.Policy.batch(), len(loose)); k++ {
 			picks = append(picks, subsets(loose, k)...)
 		}
+	}
+	return picks
+}
+
+// buryChoices are the sets of exhausted rows a claim may make DEAD.
+func (s State) buryChoices() [][]int {
+	bury := [][]int{s.exhaustedRows()}
+	if s.Policy.relaxed(AttemptBudget) {
+		// None may go DEAD, or those past the declared budget, or every
+		// expired claim.
+		bury = [][]int{nil, s.exhaustedRows(), s.expiredRows()}
+	}
+	if s.Policy.Rescue && len(bury[0]) > 0 {
+		bury = append(bury, nil)
+	}
+	return bury
+}
+
+// claimTransitions are a claim's transitions for each set of rows it may
+// take and each set of rows it may bury, de-duplicated.
+func (s State) claimTransitions(worker string, inTx bool, picks, bury [][]int) []Transition {
+	short := []bool{false}
+	if s.Policy.relaxed(OneLiveOwner) {
+		short = append(short, true) // the lease granted may be too short
 	}
 	if len(picks) == 1 && len(bury) == 1 && len(short) == 1 {
 		// Version 1's fifo claim: one transition, nothing to de-duplicate.

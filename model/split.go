@@ -62,10 +62,10 @@ func cutPart(text string) (string, Part, error) {
 	return text[:len(text)-len(m[0])], Part{Upto: upto, Of: of}, nil
 }
 
-// Splittable reports whether op's kind may be split: the outcome steps
-// and the rescue.
+// Splittable reports whether op's kind may be split: the claim
+// (split_claim.go), the outcome steps and the rescue.
 func (o Op) Splittable() bool {
-	return o.Kind == Complete || o.Kind == Retry || o.Kind == Renew || o.Kind == Rescue
+	return o.Kind == ClaimOp || o.Kind == Complete || o.Kind == Retry || o.Kind == Renew || o.Kind == Rescue
 }
 
 // Rescuer is the rescue actor's name: the holder of the rows a split
@@ -115,6 +115,12 @@ func (s State) release(holder string) State {
 // committed, the last is the whole step from the state after its locks
 // are released.
 func (s State) stepPart(op Op) []Transition {
+	if op.Kind == ClaimOp {
+		if op.Part.First() {
+			return one(OK, s.readForClaim(op.Worker))
+		}
+		return s.finishClaim(op.Worker)
+	}
 	if op.Part.First() {
 		return one(OK, s.clone())
 	}

@@ -18,7 +18,7 @@ func TestPartFormatAndParse(t *testing.T) {
 	if err != nil || got != op {
 		t.Fatalf("ParseStep(%q) = %+v, %v; want %+v", line, got, err, op)
 	}
-	for _, bad := range []string{"w1.Complete(e1, gen=1) [0/2]", "w1.Complete(e1, gen=1) [3/2]", "w1.Complete(e1, gen=1) [1/1]", "w1.Claim() [1/2]", "Expire(e1) [1/2]"} {
+	for _, bad := range []string{"w1.Complete(e1, gen=1) [0/2]", "w1.Complete(e1, gen=1) [3/2]", "w1.Complete(e1, gen=1) [1/1]", "w1.Begin() [1/2]", "Expire(e1) [1/2]"} {
 		if op, err := ParseOp(bad); err == nil {
 			t.Errorf("ParseOp(%q) = %+v, want an error", bad, op)
 		}

@@ -199,6 +199,10 @@ func (s State) Key() string {
 		if r.LockedBy != "" {
 			fmt.Fprintf(&b, "/lock=%s", r.LockedBy)
 		}
+		if r.ReadBy != "" {
+			fmt.Fprintf(&b, "/read=%s", r.ReadBy)
+			fmt.Fprintf(&b, "/as=%d", r.ReadAs)
+		}
 	}
 	b.WriteString("] pending=[")
 	for i, p := range s.Pending {

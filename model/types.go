@@ -97,7 +97,23 @@ type Row struct {
 	Renewed  bool
 	Due      bool // meaningful only when Status == Ready
 	LockedBy string
+	// ReadBy is the worker whose split claim's first part found the row
+	// claimable or spent (split_claim.go): its last part may take, or
+	// bury, what that read chose. "" for every row outside a claim split.
+	ReadBy string
+	ReadAs ReadKind // what that read found the row to be
 }
+
+// ReadKind is what a split claim's first part found a row to be
+// (split_claim.go).
+type ReadKind int
+
+const (
+	ReadClaimable     ReadKind = iota
+	ReadClaimableHeld          // the same, while another open transaction held it
+	ReadSpent                  // an expired last attempt, to bury
+	ReadSpentHeld              // the same, while another open transaction held it
+)
 
 // Grant is one row a claim returned, at the generation it returned.
 type Grant struct {

@@ -28,7 +28,7 @@ func (s *Statements) StatementCount(section string) int {
 	return len(st.Prelude) + 1
 }
 
-// ApplyFirst runs the first k statements of a complete, retry, renew or rescue in
+// ApplyFirst runs the first k statements of a claim, complete, retry, renew or rescue in
 // tx, which stays open: 0 < k < StatementCount(section).
 func (s *Statements) ApplyFirst(ctx context.Context, tx pgx.Tx, section string, a Args, k int) error {
 	st, ok := s.Stmts[section]
@@ -64,6 +64,24 @@ func (s *Statements) ApplyRest(ctx context.Context, tx pgx.Tx, section string, a
 		return err
 	})
 	return applied, err
+}
+
+// ClaimRest runs a split claim's statements after the first k in tx and
+// reads its rows as ClaimRows does. The caller commits tx.
+func (s *Statements) ClaimRest(ctx context.Context, tx pgx.Tx, worker string, k int) ([]ClaimResult, error) {
+	st, ok := s.Stmts[Claim]
+	if !ok || k < 1 || k > len(st.Prelude) {
+		return nil, fmt.Errorf("%s: no split after statement %d of %d", Claim, k, s.StatementCount(Claim))
+	}
+	rest := st
+	rest.Prelude = st.Prelude[k:]
+	var out []ClaimResult
+	err := steps(ctx, tx, rest, s.bind(Args{Worker: worker}), func(rows pgx.Rows) error {
+		var err error
+		out, err = s.readClaims(rows)
+		return err
+	})
+	return out, err
 }
 
 // lockTimeout is how long a probe waits for a row lock before it says the

@@ -6,7 +6,7 @@ import (
 	"github.com/outboxlab/outboxlab/sut"
 )
 
-// A split section: the state machine runs a complete, retry or renew of
+// A split section: the state machine runs a claim, complete, retry or renew of
 // several statements in two requests, so that other actors' steps run at
 // the statement boundary between them (machine/split.go). The first
 // request opens the worker's transaction and runs the statements before
@@ -53,6 +53,17 @@ func (a *agent) splitRest(ctx context.Context, req Request) Response {
 	}
 	tx := a.tx
 	a.tx = nil
+	if req.Split.Section == sut.Claim {
+		rows, err := a.spec.Statements.ClaimRest(ctx, tx, a.spec.Name, req.Split.Upto)
+		if err != nil {
+			tx.Rollback(ctx)
+			return failure(err, ctx.Err() != nil)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return failure(err, ctx.Err() != nil)
+		}
+		return claimed(rows)
+	}
 	args := sut.Args{ID: req.ID, Gen: req.Gen, Token: req.Token, Worker: a.spec.Name}
 	applied, err := a.spec.Statements.ApplyRest(ctx, tx, req.Split.Section, args, req.Split.Upto)
 	if err != nil {

@@ -184,6 +184,9 @@ docs/faults.md):
 	needs := machine.ClassSections()
 	for _, class := range append(slices.Clone(machine.BaseClasses), machine.V2Classes...) {
 		when := "always"
+		if class == machine.CovReclaim {
+			when = "unless max_attempts=1 (every expired lease is then a last attempt, to bury)"
+		}
 		if secs := needs[class]; len(secs) > 0 && strings.ContainsAny(secs[0], "=>_") {
 			when = "with the directive " + secs[0]
 		} else if len(secs) > 0 {

@@ -1,5 +1,6 @@
--- mutant: two_statement_claim whose first statement copies the candidate without FOR UPDATE SKIP LOCKED: it picks a row another open claim transaction has already taken, and the second statement's UPDATE waits on that transaction's row lock (and, once it commits, takes the row from its owner).
+-- mutant: two_statement_claim whose first statement copies the candidate without FOR UPDATE SKIP LOCKED: it picks a row another open claim transaction has already taken, and the second statement's UPDATE waits on that transaction's row lock (and, once it commits, takes the row from its owner). Split between its statements (a claim split), the claim's read picks a row another worker's claim transaction holds; that worker commits and completes it, and the second statement then claims the SENT row.
 -- catch: claim blocked
+-- catch: claim took e1, a SENT row
 -- outboxlab: order=fifo
 
 -- name: schema
