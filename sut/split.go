@@ -85,8 +85,11 @@ func (s *Statements) ClaimRest(ctx context.Context, tx pgx.Tx, worker string, k 
 }
 
 // lockTimeout is how long a probe waits for a row lock before it says the
-// row is held: a lock free at once is taken at once.
-const lockTimeout = "20ms"
+// row is held. A free lock is taken without waiting, however loaded the
+// machine, and a held one is held by an open transaction of the machine's
+// that stays open while the probe runs: a short bound decides the same,
+// and each held row of a split's probe costs it (it was 20 ms).
+const lockTimeout = "2ms"
 
 // RowLock is what a probe learned of a row's lock.
 type RowLock int

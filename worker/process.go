@@ -185,8 +185,15 @@ func (p *Process) DoWatched(req Request, interval time.Duration, blocked func(Ba
 		return Response{}, err
 	}
 	deadline := time.Now().Add(p.spec.OpTimeout + 2*time.Second)
+	probe := interval
+	if req.MayWait {
+		// A statement sent to wait shows up waiting within a millisecond
+		// or two: asked early, then less and less often, the server says
+		// so without the step paying a whole interval.
+		probe = min(firstWaitProbe, interval)
+	}
 	for {
-		wait := min(interval, time.Until(deadline))
+		wait := min(probe, time.Until(deadline))
 		if wait <= 0 {
 			return Response{}, ErrHung
 		}
@@ -197,8 +204,13 @@ func (p *Process) DoWatched(req Request, interval time.Duration, blocked func(Ba
 		if blocked(p.ServerBackend()) {
 			return Response{}, ErrBlocked
 		}
+		probe = min(2*probe, interval)
 	}
 }
+
+// firstWaitProbe is how long a statement sent with MayWait runs before the
+// parent first asks the server whether it waits on a lock.
+const firstWaitProbe = 2 * time.Millisecond
 
 func (p *Process) await(limit time.Duration) (Response, error) {
 	line, err := p.readLine(limit)
