@@ -48,9 +48,9 @@ func (r *run) ownsExpiredClaim(w string) bool {
 }
 
 // advanceClaimSplit is the split action while a claim is split: its last
-// part (once a step has run since its first), or a step that changes a row its read found: another worker's
-// claim, or the owner's complete or retry of a row the read found spent
-// or claimable (under a lenient policy an expired owner may still finish).
+// part (once a step has run since its first), or a step that changes a
+// row its read found: the owner's complete or retry of it (under a lenient
+// policy an expired owner may still finish), else another worker's claim.
 func (r *run) advanceClaimSplit(t *rapid.T) {
 	if r.splitStepped && rapid.Bool().Draw(t, "split_finish") {
 		r.runSplitLast()

@@ -6,9 +6,10 @@ import (
 	"strconv"
 )
 
-// A split step. A complete, retry, renew or rescue of several statements runs in
-// one READ COMMITTED transaction, and every statement of it takes a new
-// snapshot: other transactions commit between them. The state machine
+// A split step. A claim (split_claim.go), complete, retry, renew or rescue
+// of several statements runs in one READ COMMITTED transaction, and every
+// statement of it takes a new snapshot: other transactions commit between
+// them. The state machine
 // runs such a section in two parts, other actors' steps in between:
 //
 //	2. w1.Complete(e1, gen=1) [1/2] -> ok
