@@ -18,8 +18,9 @@ import (
 // statements is one transaction, but under READ COMMITTED each of its
 // statements sees what others committed since the previous one: a check
 // in one statement and a write by id in the next is a race, however the
-// step is judged when it runs whole. The split action runs the first statements of such a section, leaves its
-// transaction open, lets the other actors step, and then runs the rest:
+// step is judged when it runs whole. The split action runs the first
+// statements of such a section, leaves its transaction open, lets the
+// other actors step, and then runs the rest:
 //
 //	2. w1.Complete(e1, gen=1) [1/2] -> ok
 //	3. Expire(e1) -> ok
