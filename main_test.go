@@ -71,8 +71,10 @@ func searchFromScratch() {
 // once as there are CPUs (go test's default is as many): a check spends
 // most of its time waiting on its worker processes and the server, one
 // process waking the next, and on two cores two checks at a time left a
-// fifth of the CPU idle. Four at a time took the package from 492 to 372 s
-// on CI's kind of machine, the same tests. -parallel still wins.
+// fifth of the CPU idle. Run alone on a two-core machine, `go test -count=1
+// .` took 481 s with -parallel 2 and 372 and 402 s with 4, the same tests;
+// inside `go test ./...`, beside the other packages, 494 s against 492.
+// -parallel still wins.
 func runMoreAtOnce() {
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
