@@ -34,7 +34,13 @@ func (r *run) runClaim(op model.Op) model.Outcome {
 	if op.Kind == model.Begin {
 		req = worker.Request{Op: "begin", ID: r.ids[op.Event]} // Begin(expire e) names e
 	}
-	resp, unknown := r.request(op.Worker, req, op)
+	return r.claimAnswer(r.request(op.Worker, req, op))
+}
+
+// claimAnswer is a claim's outcome from its worker's answer: unknown when
+// a fault hit it, else its rows (a whole claim's, or a split claim's last
+// part's).
+func (r *run) claimAnswer(resp worker.Response, unknown bool) model.Outcome {
 	if unknown {
 		return model.Outcome{Kind: model.Unknown}
 	}

@@ -221,10 +221,8 @@ func (r *run) runSplitLast() {
 		switch {
 		case op.Kind == model.Rescue:
 			return okOrUnknown(unknown)
-		case op.Kind == model.ClaimOp && unknown:
-			return model.Outcome{Kind: model.Unknown}
 		case op.Kind == model.ClaimOp:
-			return r.claimOutcome(resp.Rows)
+			return r.claimAnswer(resp, unknown)
 		}
 		return r.outcomeOf(resp, unknown)
 	})

@@ -1,5 +1,7 @@
 package model
 
+import "slices"
+
 // A split claim. A claim of several statements is split like an outcome
 // (split.go), and for the same reason: under READ COMMITTED its second
 // statement sees what others committed since its first. A claim that
@@ -77,7 +79,6 @@ func (s State) finishClaim(worker string) []Transition {
 		}
 		as := r.ReadAs
 		free.Rows[i].ReadBy, free.Rows[i].ReadAs = "", ReadClaimable
-		r.ReadBy, r.ReadAs = "", ReadClaimable
 		switch {
 		case as == ReadSpent:
 			readSpentFree = append(readSpentFree, i)
@@ -120,11 +121,8 @@ func (s State) finishClaim(worker string) []Transition {
 func intersect(a, b []int) []int {
 	var out []int
 	for _, i := range a {
-		for _, j := range b {
-			if i == j {
-				out = append(out, i)
-				break
-			}
+		if slices.Contains(b, i) {
+			out = append(out, i)
 		}
 	}
 	return out

@@ -47,14 +47,12 @@ func (s *Statements) ApplyFirst(ctx context.Context, tx pgx.Tx, section string, 
 // ApplyRest runs the statements after the first k in tx and reads the
 // last one's rows as Apply does (a rescue's are ignored). The caller commits tx.
 func (s *Statements) ApplyRest(ctx context.Context, tx pgx.Tx, section string, a Args, k int) (bool, error) {
-	st, ok := s.Stmts[section]
-	if !ok || k < 1 || k > len(st.Prelude) {
-		return false, fmt.Errorf("%s: no split after statement %d of %d", section, k, s.StatementCount(section))
+	rest, err := s.restAfter(section, k)
+	if err != nil {
+		return false, err
 	}
-	rest := st
-	rest.Prelude = st.Prelude[k:]
 	var applied bool
-	err := steps(ctx, tx, rest, s.bind(a), func(rows pgx.Rows) error {
+	err = steps(ctx, tx, rest, s.bind(a), func(rows pgx.Rows) error {
 		if section == Rescue { // its rows are ignored, as Rescue's
 			rows.Close()
 			return rows.Err()
@@ -69,19 +67,28 @@ func (s *Statements) ApplyRest(ctx context.Context, tx pgx.Tx, section string, a
 // ClaimRest runs a split claim's statements after the first k in tx and
 // reads its rows as ClaimRows does. The caller commits tx.
 func (s *Statements) ClaimRest(ctx context.Context, tx pgx.Tx, worker string, k int) ([]ClaimResult, error) {
-	st, ok := s.Stmts[Claim]
-	if !ok || k < 1 || k > len(st.Prelude) {
-		return nil, fmt.Errorf("%s: no split after statement %d of %d", Claim, k, s.StatementCount(Claim))
+	rest, err := s.restAfter(Claim, k)
+	if err != nil {
+		return nil, err
 	}
-	rest := st
-	rest.Prelude = st.Prelude[k:]
 	var out []ClaimResult
-	err := steps(ctx, tx, rest, s.bind(Args{Worker: worker}), func(rows pgx.Rows) error {
+	err = steps(ctx, tx, rest, s.bind(Args{Worker: worker}), func(rows pgx.Rows) error {
 		var err error
 		out, err = s.readClaims(rows)
 		return err
 	})
 	return out, err
+}
+
+// restAfter is section's statements after its first k, as one Stmt whose
+// Prelude is the ones before its last.
+func (s *Statements) restAfter(section string, k int) (Stmt, error) {
+	st, ok := s.Stmts[section]
+	if !ok || k < 1 || k > len(st.Prelude) {
+		return Stmt{}, fmt.Errorf("%s: no split after statement %d of %d", section, k, s.StatementCount(section))
+	}
+	st.Prelude = st.Prelude[k:]
+	return st, nil
 }
 
 // lockTimeout is how long a probe waits for a row lock before it says the

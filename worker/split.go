@@ -53,19 +53,16 @@ func (a *agent) splitRest(ctx context.Context, req Request) Response {
 	}
 	tx := a.tx
 	a.tx = nil
+	var resp Response
+	var err error
 	if req.Split.Section == sut.Claim {
-		rows, err := a.spec.Statements.ClaimRest(ctx, tx, a.spec.Name, req.Split.Upto)
-		if err != nil {
-			tx.Rollback(ctx)
-			return failure(err, ctx.Err() != nil)
-		}
-		if err := tx.Commit(ctx); err != nil {
-			return failure(err, ctx.Err() != nil)
-		}
-		return claimed(rows)
+		var rows []sut.ClaimResult
+		rows, err = a.spec.Statements.ClaimRest(ctx, tx, a.spec.Name, req.Split.Upto)
+		resp = claimed(rows)
+	} else {
+		args := sut.Args{ID: req.ID, Gen: req.Gen, Token: req.Token, Worker: a.spec.Name}
+		resp.Applied, err = a.spec.Statements.ApplyRest(ctx, tx, req.Split.Section, args, req.Split.Upto)
 	}
-	args := sut.Args{ID: req.ID, Gen: req.Gen, Token: req.Token, Worker: a.spec.Name}
-	applied, err := a.spec.Statements.ApplyRest(ctx, tx, req.Split.Section, args, req.Split.Upto)
 	if err != nil {
 		tx.Rollback(ctx)
 		return failure(err, ctx.Err() != nil)
@@ -73,5 +70,5 @@ func (a *agent) splitRest(ctx context.Context, req Request) Response {
 	if err := tx.Commit(ctx); err != nil {
 		return failure(err, ctx.Err() != nil)
 	}
-	return Response{Applied: applied}
+	return resp
 }
