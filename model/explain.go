@@ -28,7 +28,7 @@ func explain(s State, op Op, got Outcome, allowed []Transition) string {
 	var why string
 	switch op.Kind {
 	case ClaimOp, Begin:
-		why = explainClaim(s, got)
+		why = explainClaim(claimedFrom(s, op), got)
 	case Complete, Retry, Renew:
 		why = explainUpdate(s, op, got)
 	}
@@ -36,6 +36,18 @@ func explain(s State, op Op, got Outcome, allowed []Transition) string {
 		why = "want " + wants(allowed)
 	}
 	return why
+}
+
+// claimedFrom is the state a claim chose its rows from: for
+// Begin(expire e), the one after e's expiry, which its claim sees
+// (expiring.go); else s.
+func claimedFrom(s State, op Op) State {
+	if op.Kind == Begin && op.Event != "" {
+		if ts := s.Step(Op{Kind: Expire, Event: op.Event}); len(ts) == 1 {
+			return ts[0].Next
+		}
+	}
+	return s
 }
 
 // explainClaim names what a claim must not do; "" when no rule fits.

@@ -96,3 +96,16 @@ func TestExplainClaimOfARowAnOpenClaimBuries(t *testing.T) {
 		t.Errorf("got %q\nwant %q", msg, want)
 	}
 }
+
+// TestExplainExpiringReclaimThatFindsNothing: a Begin(expire e1) whose claim
+// comes back empty is explained from the row it expired, which it had to
+// take: a stranded row, not a bare "want".
+func TestExplainExpiringReclaimThatFindsNothing(t *testing.T) {
+	s := play(t, FIFO, "Enqueue(e1) -> ok", "w1.Claim() -> claimed e1 gen=1")
+	op := mustOp(t, "w2.Begin(expire e1)")
+	got := Outcome{Kind: Empty}
+	want := "claim returned nothing while e1 is claimable (stranded row)"
+	if why := explain(s, op, got, s.Step(op)); why != want {
+		t.Errorf("explain = %q, want %q", why, want)
+	}
+}
