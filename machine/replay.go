@@ -20,17 +20,34 @@ import (
 // violation (nil if the protocol held) and an error when the program
 // cannot be replayed at all (a step the model does not allow to run).
 // Afterwards Program and Failure describe the replay.
-func (h *Harness) Replay(p Program) (*Violation, error) { return h.replay(p, false) }
+func (h *Harness) Replay(p Program) (*Violation, error) { return h.replay(p, strict) }
 
 // ReplayLenient is Replay that skips the steps the machine could not have
 // drawn at their point instead of refusing the program: what a shrinker
 // wants of a program with steps taken out.
-func (h *Harness) ReplayLenient(p Program) (*Violation, error) { return h.replay(p, true) }
+func (h *Harness) ReplayLenient(p Program) (*Violation, error) { return h.replay(p, lenient) }
+
+// ReplayRebinding is ReplayLenient that first gives an outcome naming a
+// claim its worker never received the generation of that worker's latest
+// claim of the same event, if it has one (rebind.go): what a shrinker
+// wants of a program whose earlier claims it took out, so that the later
+// claims come back with other generations.
+func (h *Harness) ReplayRebinding(p Program) (*Violation, error) { return h.replay(p, rebinding) }
+
+// replayMode is how a replay treats a step the machine could not have
+// drawn at its point.
+type replayMode int
+
+const (
+	strict    replayMode = iota // refuse the program
+	lenient                     // skip the step
+	rebinding                   // rebind an outcome's generation, else skip
+)
 
 // replay is Replay; a lenient replay skips the steps the machine could not
 // have drawn at their point instead of refusing the program, which is what
 // a shrinker wants of a program with steps taken out.
-func (h *Harness) replay(p Program, lenient bool) (*Violation, error) {
+func (h *Harness) replay(p Program, mode replayMode) (*Violation, error) {
 	// A replay draws nothing, so it needs no rapid engine: a zero rapid.T
 	// serves the run's Fatalf, whose panic ends the replay as it ends a check.
 	t := new(rapid.T)
@@ -48,14 +65,18 @@ func (h *Harness) replay(p Program, lenient bool) (*Violation, error) {
 		}()
 		r := h.beginProgram(t, p.Workers, p.Events)
 		for _, s := range p.Steps {
-			if err := r.canReplay(s.Op); err != nil {
-				if lenient {
+			op := s.Op
+			if mode == rebinding {
+				op = r.rebound(op)
+			}
+			if err := r.canReplay(op); err != nil {
+				if mode != strict {
 					continue
 				}
-				harnessErr = fmt.Errorf("replay %v: %w", s.Op, err)
+				harnessErr = fmt.Errorf("replay %v: %w", op, err)
 				return
 			}
-			r.runOp(s.Op)
+			r.runOp(op)
 		}
 		r.drain()
 	}()

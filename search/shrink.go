@@ -92,19 +92,26 @@ func (h Searcher) ShrinkProgram(p Program, rule string, deadline time.Time) Prog
 // event find its steps by their outcomes.
 func (h Searcher) shrink(p Program, rule string, deadline time.Time) []Program {
 	kept := []Program{p}
-	fails := func(c Program) bool {
-		if time.Now().After(deadline) {
-			return false
+	replays := func(replay func(Program) (*Violation, error)) func(Program) bool {
+		return func(c Program) bool {
+			if time.Now().After(deadline) {
+				return false
+			}
+			v, err := replay(c)
+			if err != nil || v == nil || !SameRule(v.Rule, rule) {
+				return false
+			}
+			if ran, err := ParseProgram(h.Program()); err == nil && !simplerThan(c, ran) {
+				c = ran
+			}
+			kept = append(kept, c)
+			return true
 		}
-		v, err := h.ReplayLenient(c)
-		if err != nil || v == nil || !SameRule(v.Rule, rule) {
-			return false
-		}
-		if ran, err := ParseProgram(h.Program()); err == nil && !simplerThan(c, ran) {
-			c = ran
-		}
-		kept = append(kept, c)
-		return true
+	}
+	fails := replays(h.ReplayLenient)
+	if _, ok := firstFailing(p, tails(p), replays(h.ReplayRebinding)); ok {
+		// As the replay ran it: the generations rebound.
+		p = kept[len(kept)-1]
 	}
 	for time.Now().Before(deadline) {
 		n := len(kept)
