@@ -7,8 +7,6 @@ import (
 
 	"github.com/outboxlab/outboxlab/model"
 	"github.com/outboxlab/outboxlab/pgserver"
-	"github.com/outboxlab/outboxlab/sut"
-	"pgregory.net/rapid"
 )
 
 // The model's side of the topologies that forget (PROTOCOL-FORMAT.md,
@@ -153,39 +151,4 @@ func (h *Harness) resetDurable(ctx context.Context) error {
 		return h.Faults.Stall(ctx)
 	}
 	return nil
-}
-
-// reissued is the reissued action: an outcome of a claim a rewind took
-// away, once the row is at that claim's generation again under another
-// claim. It is the step a counter fence cannot refuse, and the state it
-// needs (a rewind that lost a claim, then the row's reclaim) is rare
-// enough among the stale outcomes to deserve an action of its own; it
-// skips everywhere else.
-func (r *run) reissued(t *rapid.T) {
-	s := r.model()
-	var cands []model.Op
-	for _, c := range s.Lost {
-		if !r.running(c.Worker) || r.inTx(c.Worker) || r.busy(c.Worker) || !reissuedTo(s, c) {
-			continue
-		}
-		for _, k := range []model.Kind{model.Complete, model.Retry, model.Renew} {
-			op := model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen}
-			if (k != model.Renew || r.h.Inst.Proto.Has(sut.Renew)) && !r.blocks(op) {
-				cands = append(cands, op)
-			}
-		}
-	}
-	op := pick(t, "reissued", cands)
-	r.exec(op, func() model.Outcome { return r.runOutcome(op) })
-}
-
-// reissuedTo reports whether c's generation is the current claim's of
-// its row, another worker's.
-func reissuedTo(s model.State, c model.Claim) bool {
-	for _, cur := range s.Claims {
-		if cur.Event == c.Event && cur.Gen == c.Gen && cur.Worker != c.Worker && s.IsCurrent(cur) {
-			return true
-		}
-	}
-	return false
 }
