@@ -51,9 +51,10 @@ func TestReplayRebindingFollowsTheClaim(t *testing.T) {
 // a topology that forgets shrinks from its tail (search.tails): here five
 // claims, retries and MakeDues come first, and every generation after them
 // depends on them, so that delta debugging cannot take them out without
-// losing the stale complete. Without the tails the same minute of
-// shrinking stopped at 17 steps (measured when the move was added); with
-// them it takes a few replays to reach the four steps that matter.
+// losing the stale complete. Without the tails a minute of shrinking
+// stopped at 17 steps (measured when the move was added); with them it
+// takes a few replays, a tenth of a second each, to reach the four steps
+// that matter, well inside the ten seconds given here.
 func TestShrinkTakesTheTail(t *testing.T) {
 	h := topologyHarness(t, pgserver.AsyncCommit, "leased", machine.Default())
 	lines := []string{"setup: 2 workers (w1 w2), events e1"}
@@ -77,7 +78,7 @@ func TestShrinkTakesTheTail(t *testing.T) {
 	if err != nil || v == nil || !strings.Contains(v.Rule, reissuedRule) {
 		t.Fatalf("the long program: violation %v, error %v; want %q:\n%s", v, err, reissuedRule, strings.Join(h.Program(), "\n"))
 	}
-	c := search.On(h).Minimize(search.Catch{Caught: true, Program: h.Program(), Failure: v}, time.Minute)
+	c := search.On(h).Minimize(search.Catch{Caught: true, Program: h.Program(), Failure: v}, 10*time.Second)
 	program := strings.Join(c.Program, "\n")
 	if n := machine.CountSteps(c.Program); n > 4 || !strings.Contains(c.Failure.Rule, reissuedRule) {
 		t.Fatalf("shrunk to %d steps, rule %q; want at most 4 steps, %q:\n%s", n, c.Failure.Rule, reissuedRule, program)
