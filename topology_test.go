@@ -98,12 +98,15 @@ const maxRewindSteps = 6
 // second), so the shrinking runs with OUTBOXLAB_TOPOLOGY_MATRIX=1 (the
 // nightly's) and CI holds the catch itself to the rule.
 //
-// From rapid seed 1, as the mutant catalogue: seeds 1 to 5 each catch it
-// on both (docs/topologies.md); a seed of its own each run would assert
-// what does not hold for every seed.
+// From rapid seed 5: seeds 1 to 5 each catch it on both
+// (docs/topologies.md), and seed 5 is the one that needs the reissued
+// action's own reclaim (machine/reissued.go): before it, seed 5 passed its
+// 100 checks on async-commit with 16 rewinds that lost a claim; now it
+// fails at check 17 on both. A seed of its own each run would assert what
+// does not hold for every seed.
 func TestLeasedBreaksOnRewindingTopologies(t *testing.T) {
 	honestSearch(t)
-	setRapidFlag(t, "rapid.seed", "1")
+	setRapidFlag(t, "rapid.seed", "5")
 	for topo, rewind := range map[pgserver.Topology]string{pgserver.AsyncCommit: "Crash()", pgserver.AsyncStandby: "Failover()"} {
 		t.Run(string(topo), func(t *testing.T) {
 			h := topologyHarness(t, topo, "leased", machine.Default())
@@ -127,7 +130,7 @@ func TestLeasedBreaksOnRewindingTopologies(t *testing.T) {
 			case shrink && !strings.Contains(program, rewind+" -> rewound 1 acknowledged commit"):
 				t.Fatalf("no %s that lost the claim in:\n%s", rewind, program)
 			}
-			t.Logf("%s:\n%s", topo, program)
+			t.Logf("%s (check %d, found in %v, %v in all):\n%s", topo, c.Checks, c.ToFind.Round(time.Second), c.Total.Round(time.Second), program)
 		})
 	}
 }
