@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,10 +35,16 @@ func TestReportInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := chromiumTempDirs(t)
 	ctx := browser(t, chromium, filepath.Join(dir, "profile"))
 	shot, problems := inspect(t, ctx, path, staleRule)
 	if len(problems) > 0 {
 		t.Errorf("the report in Chromium:\n%s", strings.Join(problems, "\n"))
+	}
+	for _, d := range chromiumTempDirs(t) {
+		if !slices.Contains(before, d) {
+			t.Errorf("Chromium made %s outside the test's directory: it would outlive the run", d)
+		}
 	}
 	keep := filepath.Join(artifacts(t), "report-baseline.png")
 	if err := os.WriteFile(keep, shot, 0o644); err != nil {
@@ -66,6 +73,16 @@ func TestReportInBrowser(t *testing.T) {
 	}
 }
 
+// chromiumTempDirs are the directories Chromium makes for its singleton
+// socket in the system's temporary directory.
+func chromiumTempDirs(t *testing.T) []string {
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), "org.chromium.Chromium.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
 // chromiumPath is Debian's chromium. A test without it fails: .ci/run
 // installs it.
 func chromiumPath(t *testing.T) string {
@@ -78,9 +95,13 @@ func chromiumPath(t *testing.T) string {
 
 // browser starts a headless Chromium with a fresh profile in profile,
 // ended with the test (and, the test binary killed, by the kernel: chromedp
-// starts it with Pdeathsig).
+// starts it with Pdeathsig). Its TMPDIR is profile's directory, so that
+// the directory it makes there for its singleton socket
+// (org.chromium.Chromium.*), which it leaves behind, goes with the test's
+// reaped directory: in /tmp two of them outlived every run of the suite.
 func browser(t *testing.T, chromium, profile string) context.Context {
 	opts := []chromedp.ExecAllocatorOption{
+		chromedp.Env("TMPDIR=" + filepath.Dir(profile)),
 		chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
