@@ -133,9 +133,13 @@ func (r *run) claim(t *rapid.T, kind model.Kind) {
 		// split's race is about: it runs as the split's step instead.
 		t.Skip("a claim is split: other claims run as its steps (split_claim.go)")
 	}
-	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && !r.inTx(w) && r.serverConnFree(w) }))
+	w := pick(t, "worker", r.workersWhere(r.canClaim))
 	r.exec(model.Op{Kind: kind, Worker: w}, func() model.Outcome { return r.runClaim(model.Op{Kind: kind, Worker: w}) })
 }
+
+// canClaim reports whether w may send a claim now: running, outside a
+// transaction, with a server connection free for it.
+func (r *run) canClaim(w string) bool { return r.running(w) && !r.inTx(w) && r.serverConnFree(w) }
 
 func (r *run) endTx(t *rapid.T, kind model.Kind) {
 	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && r.inTx(w) }))

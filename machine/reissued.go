@@ -23,13 +23,14 @@ import (
 // 16 of its 100 checks and never sent the stale outcome on a reissued
 // generation. Elsewhere the action skips.
 func (r *run) reissued(t *rapid.T) {
-	if len(r.reissuedOutcomes()) == 0 {
+	cands := r.reissuedOutcomes()
+	if len(cands) == 0 {
 		r.reclaimLost(t)
-		if len(r.reissuedOutcomes()) == 0 {
+		if cands = r.reissuedOutcomes(); len(cands) == 0 {
 			return // the claim took another row, or none: a step all the same
 		}
 	}
-	op := pick(t, "reissued", r.reissuedOutcomes())
+	op := pick(t, "reissued", cands)
 	r.exec(op, func() model.Outcome { return r.runOutcome(op) })
 }
 
@@ -70,9 +71,7 @@ func (r *run) reclaimLost(t *rapid.T) {
 	if len(owners) == 0 {
 		t.Skip("no lost claim's row is claimable at its generation")
 	}
-	w := pick(t, "worker", r.workersWhere(func(w string) bool {
-		return !owners[w] && r.running(w) && !r.inTx(w) && r.serverConnFree(w)
-	}))
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return !owners[w] && r.canClaim(w) }))
 	op := model.Op{Kind: model.ClaimOp, Worker: w}
 	r.exec(op, func() model.Outcome { return r.runClaim(op) })
 }

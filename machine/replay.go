@@ -44,9 +44,7 @@ const (
 	rebinding                   // rebind an outcome's generation, else skip
 )
 
-// replay is Replay; a lenient replay skips the steps the machine could not
-// have drawn at their point instead of refusing the program, which is what
-// a shrinker wants of a program with steps taken out.
+// replay is Replay, ReplayLenient or ReplayRebinding, as mode says.
 func (h *Harness) replay(p Program, mode replayMode) (*Violation, error) {
 	// A replay draws nothing, so it needs no rapid engine: a zero rapid.T
 	// serves the run's Fatalf, whose panic ends the replay as it ends a check.
