@@ -149,7 +149,7 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 		r.dead[w] = true
 		switch {
 		case errors.Is(err, worker.ErrBlocked):
-			r.fail(name+" blocked", fmt.Sprintf("%v waited on another transaction's row lock (claims must skip locked rows; the machine sends an outcome to a locked row only as a waiting step)", op))
+			r.fail(name+" blocked", fmt.Sprintf("%v waited on a lock %s held (claims must skip locked rows; the machine sends an outcome to a locked row only as a waiting step)", op, holderOf(err)))
 		case faulted:
 			// A cut connection the worker never noticed: as a kill, its
 			// transaction rolls back, and what it sent is unknown.
@@ -174,6 +174,19 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 	}
 	r.fail(name+" lost its connection with no fault injected", fmt.Sprintf("%v lost its connection, and no fault was injected: %s", op, resp.Err))
 	return resp, true
+}
+
+// holderOf names the holder of the lock a blocked statement waited for.
+func holderOf(err error) string {
+	var blocked *worker.BlockedError
+	switch {
+	case !errors.As(err, &blocked) || blocked.By == "":
+	case blocked.By == rescuer:
+		return "the rescuer"
+	default:
+		return blocked.By
+	}
+	return "another session"
 }
 
 // lockProbeInterval is how often the harness asks the server whether a

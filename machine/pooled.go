@@ -64,11 +64,20 @@ func (r *run) serverConnFree(w string) bool {
 }
 
 // waitsOnLock asks the server, on the harness's own connection, whether a
-// worker's backend waits for another session's lock. A failed probe says
-// no: the statement is then judged by its timeout.
-func (h *Harness) waitsOnLock(b worker.Backend) bool {
+// worker's backend waits for a lock another live worker of the check
+// holds, and names that worker. A failed probe says no: the statement is
+// then judged by its timeout.
+func (h *Harness) waitsOnLock(b worker.Backend) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	blocked, err := b.WaitsOnLock(ctx, h.Inst.Conn)
-	return err == nil && blocked
+	apps := h.pool.Apps()
+	holders := make([]string, 0, len(apps))
+	for app := range apps {
+		holders = append(holders, app)
+	}
+	holder, err := b.BlockedBy(ctx, h.Inst.Conn, holders)
+	if err != nil || holder == "" {
+		return ""
+	}
+	return apps[holder]
 }

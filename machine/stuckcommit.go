@@ -104,10 +104,13 @@ func (r *run) outcomeFromAnswer(op model.Op, resp worker.Response, err error, fa
 // It must be seen: a commit whose wait the worker's own timeout cancels
 // returns success, committed on the primary alone, and a failover then
 // loses an acknowledged commit.
-func (h *Harness) waitsOnStandby(worker.Backend) bool {
+func (h *Harness) waitsOnStandby(worker.Backend) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var waits bool
 	err := h.Inst.Conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'SyncRep'").Scan(&waits)
-	return err == nil && waits
+	if err != nil || !waits {
+		return ""
+	}
+	return "the synchronous standby"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,48 +45,42 @@ func TerminateBackend(ctx context.Context, conn *pgx.Conn, backend uint32) error
 	return err
 }
 
-// waitsOnLockSQL asks whether a backend waits for a lock another session
-// holds, leaving out the lock that orders the commits of transactions that
-// sent a NOTIFY (an object lock on pg_database): every run on a shared
-// server takes it, so a protocol's commit with a NOTIFY in it may queue
-// behind another test's, which says nothing about the protocol's rows (the
-// fixed procrastinate once failed "commit blocked" at its first commit,
-// with other protocols running beside it on a loaded machine).
-const waitsOnLockSQL = `SELECT cardinality(pg_blocking_pids($1)) > 0 AND EXISTS (
-    SELECT 1 FROM pg_locks
-    WHERE pid = $1 AND NOT granted
-      AND NOT (locktype = 'object' AND classid = 'pg_database'::regclass))`
-
-// WaitsOnLock reports whether the server has a backend waiting for a lock
-// another session holds: the evidence that a statement is blocked, rather
-// than slow on a loaded machine.
-func WaitsOnLock(ctx context.Context, conn *pgx.Conn, backend uint32) (bool, error) {
-	if backend == 0 {
-		return false, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	var blocked bool
-	err := conn.QueryRow(ctx, waitsOnLockSQL, int32(backend)).Scan(&blocked)
-	return blocked, err
-}
-
 // Backend is how the harness finds the server backend that runs a
-// worker's statements. Connected directly, it is the connection's own
-// (PID). Through a pooler it is not: PgBouncer answers the client with a
-// process id of its own, and a transaction pooler runs each transaction on
-// whichever server connection is free. There the worker's client carries
-// an application_name of its own (App, AppName), which PgBouncer sets on
-// every server connection it links to that client; a backend not idle
-// under that name runs the worker's statement or holds its transaction.
-// An idle one may keep the name of its last client, and is nobody's.
+// worker's statements. Every worker process names its connection (App,
+// the application_name, one per process: see appName). Connected
+// directly, its backend is the connection's own (PID). Through a pooler
+// (Pooled) it is not: PgBouncer answers the client with a process id of
+// its own, and a transaction pooler runs each transaction on whichever
+// server connection is free; but PgBouncer sets the client's
+// application_name on every server connection it links to that client, so
+// a backend not idle under that name runs the worker's statement or holds
+// its transaction. An idle one may keep the name of its last client, and
+// is nobody's.
 type Backend struct {
-	PID uint32
-	App string
+	PID    uint32
+	App    string
+	Pooled bool
 }
 
-// AppName is the application_name of worker name's pooled connection.
-func AppName(name string) string { return "outboxlab " + name }
+// appSeq numbers the worker processes this process starts, so that no two
+// connections of live workers share an application_name: not two
+// incarnations of one worker name (a killed worker's backend may outlive
+// its process by a few milliseconds, with its locks), nor two checks' w1
+// on one shared server.
+var appSeq atomic.Uint64
+
+// appName is a new application_name for a process of worker name. The
+// direct ones say so: a test that a pooler stands between the workers and
+// the server looks for server connections PgBouncer named after a pooled
+// client ("outboxlab w1 #7"), which a worker that went around the pooler
+// must not look like.
+func appName(name string, pooled bool) string {
+	via := "direct "
+	if pooled {
+		via = ""
+	}
+	return fmt.Sprintf("outboxlab %s%s #%d", via, name, appSeq.Add(1))
+}
 
 // notIdle are the backends that run or hold a pooled worker's work now.
 const notIdle = "FROM pg_stat_activity WHERE application_name = $1 AND state <> 'idle'"
@@ -93,7 +88,7 @@ const notIdle = "FROM pg_stat_activity WHERE application_name = $1 AND state <> 
 // AwaitGone is AwaitBackendGone for b: through a pooler, until no backend
 // runs or holds the worker's work.
 func (b Backend) AwaitGone(ctx context.Context, conn *pgx.Conn) error {
-	if b.App == "" {
+	if !b.Pooled {
 		return AwaitBackendGone(ctx, conn, b.PID)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -114,7 +109,7 @@ func (b Backend) AwaitGone(ctx context.Context, conn *pgx.Conn) error {
 // that runs or holds the worker's work (an idle one holds nothing of it,
 // and may be about to run another client's).
 func (b Backend) Terminate(ctx context.Context, conn *pgx.Conn) error {
-	if b.App == "" {
+	if !b.Pooled {
 		return TerminateBackend(ctx, conn, b.PID)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -123,18 +118,58 @@ func (b Backend) Terminate(ctx context.Context, conn *pgx.Conn) error {
 	return err
 }
 
-// WaitsOnLock is WaitsOnLock for b. Through a pooler, a statement that
-// waits for a free server connection has no backend yet: it waits on no
-// lock (the contract's rule), and this says no.
-func (b Backend) WaitsOnLock(ctx context.Context, conn *pgx.Conn) (bool, error) {
-	if b.App == "" {
-		return WaitsOnLock(ctx, conn, b.PID)
+// blockedBySQL names the session whose lock a worker's statement waits
+// for, if it is one of holders (the application_names of the check's live
+// worker processes). The waiter is the backend named App and, connected
+// directly, with the pid the worker reported ($2; 0 through a pooler):
+// after a reconnect the pid the harness knows may be another session's.
+//
+// Only a live session of the check counts, because only its locks are the
+// protocol's doing. A statement also queues, for a few milliseconds, and
+// longer on a loaded machine, behind sessions that are nobody's fault:
+// autovacuum truncating a table (it takes an exclusive lock, and gives it
+// up only once it sees a waiter, at its next check some 20 ms later; a
+// protocol that makes a temporary table per claim keeps the catalogs'
+// vacuum busy, and its claims met it), the backend of a worker killed a
+// moment ago (ending it releases its locks), another test's session on a
+// shared server. Such a wait is waited out, as any slow statement is.
+//
+// The lock that orders the commits of transactions that sent a NOTIFY (an
+// object lock on pg_database) never counts: a protocol's commit with a
+// NOTIFY in it may queue behind another's, which says nothing about its
+// rows.
+const blockedBySQL = `SELECT h.application_name
+FROM pg_stat_activity AS w
+CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS b(pid)
+JOIN pg_stat_activity AS h ON h.pid = b.pid
+WHERE w.application_name = $1 AND ($2 = 0 OR w.pid = $2) AND w.state <> 'idle'
+  AND h.application_name = ANY($3)
+  AND EXISTS (SELECT 1 FROM pg_locks AS l
+      WHERE l.pid = w.pid AND NOT l.granted
+        AND NOT (l.locktype = 'object' AND l.classid = 'pg_database'::regclass))
+ORDER BY h.application_name
+LIMIT 1`
+
+// BlockedBy reports which of holders (application_names of live worker
+// processes, Process.AppName) holds a lock b's statement waits for: "" when
+// it waits on none of theirs. That is the evidence that a statement is
+// blocked, rather than slow on a loaded machine.
+func (b Backend) BlockedBy(ctx context.Context, conn *pgx.Conn, holders []string) (string, error) {
+	if b.App == "" || !b.Pooled && b.PID == 0 {
+		return "", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	var blocked bool
-	err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 "+notIdle+" AND cardinality(pg_blocking_pids(pid)) > 0)", b.App).Scan(&blocked)
-	return blocked, err
+	pid := int32(b.PID)
+	if b.Pooled {
+		pid = 0 // PgBouncer's, not a backend's
+	}
+	var holder string
+	err := conn.QueryRow(ctx, blockedBySQL, b.App, pid, holders).Scan(&holder)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return holder, err
 }
 
 // errNoCancel is what a pooled connection's cancel request dial returns.

@@ -135,6 +135,16 @@ func (p *Pool) MarkStale(name string) {
 	}
 }
 
+// Apps maps the application_name of each live process of the pool to its
+// worker's name: the sessions whose locks are the check's (BlockedBy).
+func (p *Pool) Apps() map[string]string {
+	apps := make(map[string]string, len(p.procs))
+	for name, proc := range p.procs {
+		apps[proc.AppName()] = name
+	}
+	return apps
+}
+
 // Stale reports whether name's connection is known broken by a restart.
 func (p *Pool) Stale(name string) bool { return p.stale[name] }
 

@@ -102,8 +102,12 @@ func TestPooledWorkersDrainThroughTransactionPooler(t *testing.T) {
 	if err := inst.Conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'idle in transaction'", b.App).Scan(&inTx); err != nil {
 		t.Fatal(err)
 	}
-	if blocked, err := b.WaitsOnLock(ctx, inst.Conn); inTx != 1 || blocked || err != nil {
-		t.Errorf("w1's open claim: %d backends idle in transaction as %q (want 1), waits on a lock %v (%v)", inTx, b.App, blocked, err)
+	var apps []string
+	for _, p := range procs {
+		apps = append(apps, p.AppName())
+	}
+	if by, err := b.BlockedBy(ctx, inst.Conn, apps); inTx != 1 || by != "" || err != nil {
+		t.Errorf("w1's open claim: %d backends idle in transaction as %q (want 1), waits on a lock of %q (%v)", inTx, b.App, by, err)
 	}
 	completed := 0
 	for round := 0; round < 10 && completed < 5; round++ {

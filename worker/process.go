@@ -39,10 +39,20 @@ type Process struct {
 // (on a lock, or on a connection that black-holes its traffic).
 var ErrHung = errors.New("worker did not answer in time")
 
-// ErrBlocked is returned by DoWatched when the server has the worker's
-// statement waiting for another session's lock. The worker must then be
-// killed, as after ErrHung.
+// ErrBlocked is returned by DoWatched (as a *BlockedError, which names the
+// holder) when the server has the worker's statement waiting for a lock
+// another worker of the check holds. The worker must then be killed, as
+// after ErrHung.
 var ErrBlocked = errors.New("worker's statement waits on another session's lock")
+
+// BlockedError is ErrBlocked with the lock's holder: what the parent's
+// probe named (a worker's name, for the machine).
+type BlockedError struct{ By string }
+
+func (e *BlockedError) Error() string { return ErrBlocked.Error() + " (" + e.By + ")" }
+
+// Is makes errors.Is(err, ErrBlocked) hold.
+func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
 
 // Spawn starts a worker and waits until it has connected. The process
 // comes from a small stock of started, idle processes (see warm.go), so a
@@ -55,6 +65,7 @@ func Spawn(spec Spec) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	spec.App = appName(spec.Name, spec.Pooled)
 	p.Name, p.spec = spec.Name, spec
 	b, _ := json.Marshal(spec)
 	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
@@ -175,12 +186,12 @@ func (p *Process) send(req Request) error {
 }
 
 // DoWatched is Do for a statement that must never wait on a lock: every
-// interval until the answer comes, blocked is asked whether the server has
-// the worker's backend waiting for another session's lock, and ErrBlocked
-// is returned as soon as it has. A statement that is only slow (a loaded
-// machine) is waited for up to the usual limit, so a verdict of "blocked"
-// always rests on the server's word.
-func (p *Process) DoWatched(req Request, interval time.Duration, blocked func(Backend) bool) (Response, error) {
+// interval until the answer comes, blockedBy is asked which session, if
+// any, holds a lock the worker's backend waits for, and a *BlockedError
+// naming it is returned as soon as there is one. A statement that is only
+// slow (a loaded machine) is waited for up to the usual limit, so a
+// verdict of "blocked" always rests on the server's word.
+func (p *Process) DoWatched(req Request, interval time.Duration, blockedBy func(Backend) string) (Response, error) {
 	if err := p.send(req); err != nil {
 		return Response{}, err
 	}
@@ -201,8 +212,8 @@ func (p *Process) DoWatched(req Request, interval time.Duration, blocked func(Ba
 		if err != ErrHung {
 			return resp, err
 		}
-		if blocked(p.ServerBackend()) {
-			return Response{}, ErrBlocked
+		if by := blockedBy(p.ServerBackend()); by != "" {
+			return Response{}, &BlockedError{By: by}
 		}
 		probe = min(2*probe, interval)
 	}
@@ -277,11 +288,11 @@ func (p *Process) KillAsync() {
 // statements (Backend): its connection's pid, or through a pooler its
 // application_name.
 func (p *Process) ServerBackend() Backend {
-	if p.spec.Pooled {
-		return Backend{App: AppName(p.spec.Name)}
-	}
-	return Backend{PID: p.Backend}
+	return Backend{PID: p.Backend, App: p.spec.App, Pooled: p.spec.Pooled}
 }
+
+// AppName is the application_name of the process's connections, its own.
+func (p *Process) AppName() string { return p.spec.App }
 
 // Pid is the worker's process id (for logs, never for failure messages).
 func (p *Process) Pid() int { return p.cmd.Process.Pid }

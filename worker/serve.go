@@ -100,8 +100,10 @@ func (a *agent) connectWithin(limit time.Duration) Response {
 	if err != nil {
 		return failure(err, false)
 	}
+	if a.spec.App != "" {
+		cfg.RuntimeParams["application_name"] = a.spec.App
+	}
 	if a.spec.Pooled {
-		cfg.RuntimeParams["application_name"] = AppName(a.spec.Name)
 		noCancelRequests(cfg)
 	}
 	conn, err := sut.ConnectWith(ctx, cfg)

@@ -11,9 +11,9 @@ import "time"
 // StartWatched sends req and returns its answer if it comes without a wait;
 // if the server shows the backend waiting on a lock first, it returns
 // ErrBlocked and the answer stays to be read by AwaitWaiting.
-func (p *Process) StartWatched(req Request, interval time.Duration, blocked func(Backend) bool) (Response, error) {
+func (p *Process) StartWatched(req Request, interval time.Duration, blockedBy func(Backend) string) (Response, error) {
 	req.MayWait = true
-	return p.DoWatched(req, interval, blocked)
+	return p.DoWatched(req, interval, blockedBy)
 }
 
 // AwaitWaiting reads the answer of the request StartWatched left waiting,

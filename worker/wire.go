@@ -32,10 +32,12 @@ type Spec struct {
 	Slot  int    `json:",omitempty"`
 	// Pooled says ConnString reaches the server through a connection
 	// pooler (pgserver.Server.Pooled): the worker prepares no named
-	// statement (the connection string's query mode needs none) and names
-	// its connection AppName(Name), by which the harness finds its server
-	// backend (Backend).
+	// statement (the connection string's query mode needs none), and the
+	// harness finds its server backend by its name (Backend).
 	Pooled bool `json:",omitempty"`
+	// App is the application_name of the process's connections, set by
+	// Spawn: one per process (appName).
+	App string `json:",omitempty"`
 }
 
 // Request is one line the parent writes.
