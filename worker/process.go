@@ -91,7 +91,11 @@ func start() (*Process, error) {
 		return nil, err
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envVar+"=1")
+	// GOMAXPROCS=1 from the start, not from MainIfWorker's call: a runtime
+	// started with one P runs its package initialisers on it, and is not
+	// stopped and resized a moment later. A worker's start-up is what a
+	// Kill costs, and kills are frequent (see docs/performance.md).
+	cmd.Env = append(os.Environ(), envVar+"=1", "GOMAXPROCS=1")
 	// The worker dies with its parent, whatever kills the parent.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p := &Process{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
