@@ -54,10 +54,12 @@ func TestLibraryProfiles(t *testing.T) {
 			// the verdict as it is. The docs' come from --shrink-time 60s.
 			p := search.On(h).Profile(t.Name(), profileShrink)
 			var unknown model.Property
+			programs := map[model.Property][]string{}
 			for _, f := range p.Findings {
 				switch f.Verdict {
 				case search.Breaks:
 					t.Logf("%v: %s (%d steps, relaxed: %v)", f.Property, f.Catch.Failure.Rule, f.Catch.Steps(), f.Relaxed)
+					programs[f.Property] = f.Catch.Program
 				case search.Unknown:
 					unknown |= f.Property
 				}
@@ -76,7 +78,15 @@ func TestLibraryProfiles(t *testing.T) {
 				t.Errorf("%s no longer breaks %v (it breaks %v)", lib.name, missing, broken)
 			}
 			if extra := broken &^ always &^ sometimes; extra != 0 {
+				// With the program: a break nobody pinned is a finding, or
+				// the harness's own fault, and the next engineer must be
+				// able to tell which without rerunning the profile.
 				t.Errorf("%s now breaks %v, which its file does not pin", lib.name, extra)
+				for _, prop := range model.Properties {
+					if extra&prop != 0 {
+						t.Errorf("%v broken by:\n%s", prop, strings.Join(programs[prop], "\n"))
+					}
+				}
 			}
 		})
 	}
