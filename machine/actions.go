@@ -30,6 +30,7 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		ActResume:        r.resume,
 		ActKill:          r.killAction,
 		ActRespawn:       r.respawn,
+		ActEndSession:    r.endSessionAction,
 		ActExpire:        func(t *rapid.T) { r.fixture(t, model.Expire) },
 		ActMakeDue:       func(t *rapid.T) { r.fixture(t, model.MakeDue) },
 		ActAge:           func(t *rapid.T) { r.fixture(t, model.Age) },
@@ -57,6 +58,13 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		if name == ActAge && !r.h.Inst.Proto.Has(sut.Age) {
 			continue // no age section: lease length is not exercised
 		}
+		if r.sessionLeases() && notUnderSession[name] || !r.sessionLeases() && sessionOnly[name] {
+			// Under lease=session a session's end is what ends a lease
+			// (session.go): no fixture expires or ages one, and no claim
+			// runs in a transaction, whose rollback would leave its
+			// session lock held. Elsewhere there is no session to end.
+			continue
+		}
 		if name == ActSplit && (r.h.Cfg.NoSplitSteps || !r.splits()) {
 			continue // every outcome section is one statement: nothing to split
 		}
@@ -83,6 +91,13 @@ func (r *run) actions() map[string]func(*rapid.T) {
 }
 
 // Worker sets, from the process states and the model's open transactions.
+
+// sessionOnly and notUnderSession are the actions only lease=session
+// draws, and those it does not.
+var (
+	sessionOnly     = map[string]bool{ActEndSession: true}
+	notUnderSession = map[string]bool{ActExpire: true, ActAge: true, ActBegin: true, ActSplit: true, ActRace: true, ActReissued: true}
+)
 
 func (r *run) alive(w string) bool   { return !r.dead[w] }
 func (r *run) running(w string) bool { return !r.dead[w] && !r.h.pool.Get(w).Paused() }

@@ -95,12 +95,16 @@ const (
 	ActResume        = "resume"
 	ActKill          = "kill"
 	ActRespawn       = "respawn"
-	ActExpire        = "expire"
-	ActMakeDue       = "make_due"
-	ActAge           = "age"
-	ActRequestLost   = "request_lost"
-	ActReplyLost     = "reply_lost"
-	ActDBRestart     = "db_restart"
+	// ActEndSession ends a worker's session while its process lives on
+	// (session.go). Drawn only under lease=session, where it is what ends
+	// a lease.
+	ActEndSession  = "end_session"
+	ActExpire      = "expire"
+	ActMakeDue     = "make_due"
+	ActAge         = "age"
+	ActRequestLost = "request_lost"
+	ActReplyLost   = "reply_lost"
+	ActDBRestart   = "db_restart"
 	// ActDBDurable moves the durable point of a topology that rewinds
 	// (rewind.go): Flush() under async-commit, Stall() under
 	// async-standby. Drawn only there.

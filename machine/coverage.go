@@ -50,6 +50,9 @@ const (
 	// CovSplitStep: a multi-statement complete, retry or renew ran in two
 	// parts with other steps between (split.go). Counted, never required.
 	CovSplitStep = "split_step"
+	// CovEndSession: a worker's session ended while it held a session
+	// lease (session.go). Required under lease=session.
+	CovEndSession = "end_session"
 )
 
 // BaseClasses must all be non-zero after a default-budget run of a correct
@@ -65,6 +68,7 @@ var (
 // machine never draws the step, and the class is not required. A class
 // missing here needs only the required sections.
 var needs = map[string][]string{
+	CovExpire:    {sut.Expire},
 	CovRenew:     {sut.Renew},
 	CovAge:       {sut.Age},
 	CovRenewAged: {sut.Renew, sut.Age},
@@ -93,9 +97,15 @@ func RequiredClasses(cfg Config, p model.Policy, has func(section string) bool, 
 			// must take one (a relaxed budget may, never must).
 			continue
 		}
+		if class == CovOpenTxSkip && p.SessionLease {
+			continue // no claim transactions (session.go)
+		}
 		if !slices.ContainsFunc(needs[class], func(s string) bool { return !has(s) }) {
 			out = append(out, class)
 		}
+	}
+	if p.SessionLease {
+		out = append(out, CovEndSession)
 	}
 	possible := map[string]bool{
 		CovBatchClaim:         p.Batch > 1,

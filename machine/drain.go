@@ -110,10 +110,19 @@ func (r *run) recoverAll() {
 }
 
 // releaseAll expires every live lease and makes every waiting row due.
+// Under lease=session it ends the sessions that hold leases instead.
 func (r *run) releaseAll() {
+	if r.sessionLeases() {
+		for _, w := range r.workers {
+			if r.holdsSession(w) {
+				r.endSession(w)
+			}
+		}
+	}
 	for _, row := range r.model().Rows {
 		e := row.Event
 		switch {
+		case r.sessionLeases() && row.Status == model.InProgress:
 		case row.Status == model.InProgress && row.LeaseLive:
 			r.exec(model.Op{Kind: model.Expire, Event: e}, func() model.Outcome { return r.runFixture(model.Expire, e) })
 		case row.Status == model.Ready && !row.Due:

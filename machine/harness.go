@@ -247,6 +247,9 @@ func (h *Harness) preparePool(names []string) error {
 	if h.Inst.Proto.Has(sut.Rescue) {
 		names = append(slices.Clone(names), rescuer)
 	}
+	if h.Inst.Proto.SessionLease {
+		return h.prepareSessions(names)
+	}
 	return h.pool.Prepare(names, func(name string) { h.kill(name) })
 }
 
@@ -266,7 +269,16 @@ func (h *Harness) kill(name string) error {
 	h.timed(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err = h.pool.Kill(ctx, h.Inst.Conn, name)
+		var linked []int32
+		if p := h.pool.Get(name); p != nil && h.Inst.Proto.SessionLease && p.ServerBackend().Pooled {
+			// Through a pooler a session lease is released by PgBouncer's
+			// reset of the server connection, a moment after the client
+			// is gone (session.go).
+			linked = h.linkedBackends(ctx, p.ServerBackend())
+		}
+		if err = h.pool.Kill(ctx, h.Inst.Conn, name); err == nil {
+			h.awaitAdvisoryLocksGone(ctx, linked)
+		}
 	})
 	return err
 }

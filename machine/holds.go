@@ -16,5 +16,7 @@ func (r *run) holdsNothing(w string) bool {
 			}
 		}
 	}
-	return true
+	// A session lease is a lock the session holds between steps: the
+	// kill must wait for the backend to let go of it.
+	return !r.holdsSession(w)
 }

@@ -149,6 +149,8 @@ func (r *run) runOp(op model.Op) {
 		}
 	case model.Pause, model.Resume, model.Kill, model.Respawn:
 		r.exec(op, func() model.Outcome { return r.runSignal(w, op.Kind) })
+	case model.EndSession:
+		r.endSession(w)
 	case model.Expire, model.MakeDue, model.Age:
 		r.exec(op, func() model.Outcome { return r.runFixture(op.Kind, op.Event) })
 	case model.Restart, model.Crash, model.Failover:
@@ -215,6 +217,10 @@ func (r *run) canReplay(op model.Op) error {
 	case model.Respawn:
 		if r.alive(w) {
 			return fmt.Errorf("%s is alive", w)
+		}
+	case model.EndSession:
+		if !r.sessionLeases() || !r.running(w) || r.busy(w) || r.inTx(w) {
+			return fmt.Errorf("%s's session cannot be ended now", w)
 		}
 	case model.Expire, model.MakeDue, model.Age:
 		if op.Kind == model.Age && !r.h.Inst.Proto.Has(sut.Age) {

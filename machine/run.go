@@ -116,8 +116,10 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 	var allowed []model.Transition
 	var matched []model.Outcome // the model's outcome in each state that allows got
 	if got.Kind == model.Unknown {
+		// The harness ends every connection a fault hit (endBackend, a
+		// kill): under lease=session that ends the session's leases too.
 		for _, s := range r.states {
-			next = append(next, s.Ambiguous(op)...)
+			next = append(next, s.AmbiguousEnding(op)...)
 		}
 	} else {
 		for _, s := range r.states {

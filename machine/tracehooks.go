@@ -124,6 +124,8 @@ func faultOf(op model.Op, armed string) string {
 		return ActPause
 	case model.Kill:
 		return ActKill
+	case model.EndSession:
+		return ActEndSession
 	case model.Restart, model.Crash, model.Failover:
 		return ActDBRestart
 	case model.Flush, model.Stall:

@@ -39,7 +39,7 @@ func (s State) Ambiguous(op Op) []State {
 		return Dedup([]State{s.rollback(op.Worker), unrecorded(s.commit(op.Worker), len(s.Claims))})
 	case Rollback:
 		return []State{s.rollback(op.Worker)}
-	case Pause, Resume, Kill, Respawn, Restart, Flush, Stall, Crash, Failover:
+	case Pause, Resume, Kill, EndSession, Respawn, Restart, Flush, Stall, Crash, Failover:
 		return nextStates(s.Step(op))
 	}
 	return Dedup(append([]State{s.clone()}, nextStates(s.Step(op))...))

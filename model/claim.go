@@ -198,6 +198,7 @@ func (s State) claimRows(worker string, inTx bool, rows, dead []int, short bool)
 			next.Rows[i].LeaseLive = false
 		}
 	}
+	next.holds(worker, rows)
 	for _, i := range dead {
 		bury(&next.Rows[i])
 	}
@@ -240,6 +241,7 @@ func (s State) commit(worker string) State {
 	}
 	for _, g := range p.grants() {
 		take(&next.Rows[next.row(g.Event)])
+		next.holds(worker, []int{next.row(g.Event)})
 		next.Claims = append(next.Claims, Claim{Worker: worker, Event: g.Event, Gen: g.Gen})
 	}
 	for _, e := range p.Bury {

@@ -181,7 +181,11 @@ func explainUpdate(s State, op Op, got Outcome) string {
 			return fmt.Sprintf("stale owner's %s applied on a reissued generation (%s's claim of %s at gen %d was lost in a rewind; gen %d of %s is another claim's now)",
 				name, op.Worker, op.Event, op.Gen, op.Gen, op.Event)
 		}
-		return fmt.Sprintf("stale owner's %s applied (%s gen %d is not the current live claim: %s)", name, op.Event, op.Gen, staleness(r, op.Gen))
+		why := staleness(r, op.Gen)
+		if s.Policy.SessionLease && why == "its lease expired" {
+			why += " with the session that held it"
+		}
+		return fmt.Sprintf("stale owner's %s applied (%s gen %d is not the current live claim: %s)", name, op.Event, op.Gen, why)
 	case Rejected:
 		return fmt.Sprintf("current owner's %s rejected", name)
 	}

@@ -44,6 +44,7 @@ func CheckRows(rows []RowView) error {
 // bury an exhausted attempt). Generations are compared only when both
 // observations have them.
 func CheckChange(p Policy, before, after []RowView, op Op, out Outcome) error {
+	after = withoutSessionEnd(p, before, after, out)
 	now := map[string]RowView{}
 	for _, a := range after {
 		now[a.Event] = a

@@ -16,7 +16,9 @@ import "fmt"
 //   - the attempt budget: a retry of the last attempt, or a claim or
 //     rescue after an abandoned last attempt, that did not make the event
 //     DEAD, and an event made DEAD before its budget was spent;
-//   - a rescue that took a row whose lease is live.
+//   - a rescue that took a row whose lease is live;
+//   - under lease=session, a lease still held after the session that took
+//     it ended.
 func ExplainRows(op Op, s State, observed []RowView) (rule, detail string) {
 	seen := map[string]RowView{}
 	for _, v := range observed {
@@ -36,6 +38,12 @@ func ExplainRows(op Op, s State, observed []RowView) (rule, detail string) {
 		}
 		if got.Status != r.Status {
 			continue
+		}
+		if s.Policy.SessionLease && r.Status == InProgress && !r.LeaseLive && !got.LeaseExpired {
+			// Through a transaction pooler the lock stays on the server
+			// connection the claim ran on, whoever uses it next.
+			return "a session lease outlived its session",
+				fmt.Sprintf("after %v, %s's lease is still held, but the session that took it has ended: nobody can finish %s, and a session that runs on the server connection it was left on holds it too", op, r.Event, r.Event)
 		}
 		switch {
 		case r.Status == InProgress && r.LeaseLive && got.LeaseExpired && grantedOrAged(op, r.Event):

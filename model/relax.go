@@ -75,7 +75,7 @@ func PropertyOf(rule, detail string) Property {
 	case has("blocked"):
 		return NoWait
 	case has("an event never reached SENT"), has("claim returned nothing while"), has("batch claim left"),
-		has("an expired lease, is claimable first"):
+		has("an expired lease, is claimable first"), has("outlived its session"):
 		return NoStrandedRow
 	case has("SENT is terminal"), has("DEAD is terminal"), has("a SENT row"), has("a DEAD row"):
 		return Terminal

@@ -192,6 +192,9 @@ func (s State) Key() string {
 			if r.Aged {
 				b.WriteString("/aged")
 			}
+			if r.Holder != "" {
+				fmt.Fprintf(&b, "/held=%s", r.Holder)
+			}
 		}
 		if r.Status == Ready && r.Due {
 			b.WriteString("/due")
@@ -248,7 +251,7 @@ func Match(states []State, observed []RowView, hasGen bool) []State {
 	var out []State
 	seen := map[string]bool{}
 	for _, s := range states {
-		if !sameViews(s.View(hasGen), observed, hasGen) {
+		if !sameViews(s.View(hasGen), observed, hasGen, s.Policy) {
 			continue
 		}
 		k := s.Key()
@@ -261,8 +264,8 @@ func Match(states []State, observed []RowView, hasGen bool) []State {
 	return out
 }
 
-func sameViews(a, b []RowView, hasGen bool) bool {
-	return slices.EqualFunc(a, b, func(x, y RowView) bool { return sameView(x, y, hasGen) })
+func sameViews(a, b []RowView, hasGen bool, p Policy) bool {
+	return slices.EqualFunc(a, b, func(x, y RowView) bool { return sameView(x, y, hasGen) || readsAsReady(x, y, p) })
 }
 
 // sameView compares what the policy pins down about one row.

@@ -39,13 +39,15 @@ func (s State) Step(op Op) []Transition {
 			short.Rows[short.row(g.Event)].LeaseLive = false
 		}
 		return []Transition{{Out: Outcome{Kind: OK}, Next: next}, {Out: Outcome{Kind: OK}, Next: short}}
-	case Rollback, Kill:
+	case Rollback:
 		return one(OK, s.rollback(op.Worker))
+	case Kill, EndSession:
+		return one(OK, s.rollback(op.Worker).sessionEnded(op.Worker))
 	case Restart, Crash, Failover:
 		// Every connection dies with the server. What a Crash or Failover
 		// also loses is the machine's to apply (RewoundTo), from the states
 		// it kept since the last durable point.
-		return one(OK, s.rolledBack())
+		return one(OK, s.rolledBack().everySessionEnded())
 	case Flush, Stall:
 		return one(OK, s.clone())
 	case Complete, Retry, Renew:

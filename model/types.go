@@ -47,6 +47,11 @@ type Policy struct {
 	// Rescue is set when the protocol has a rescue section: an expired
 	// claim may then wait for a rescue to return it before it is claimable.
 	Rescue bool
+	// SessionLease: a claim's lease is a lock the claiming worker's
+	// session holds (lease=session): it ends when that session ends (a
+	// kill, EndSession, a server restart, a connection a fault cut), not
+	// by the clock (session.go).
+	SessionLease bool
 	// Relax lists the properties a profile no longer holds the protocol
 	// to: for each, the model allows what the property forbids too (see
 	// relax.go). Zero for an ordinary check.
@@ -71,6 +76,9 @@ func (p Policy) String() string {
 	}
 	if p.Rescue {
 		s += " rescue"
+	}
+	if p.SessionLease {
+		s += " lease=session"
 	}
 	if p.Relax != 0 {
 		s += " relax=" + p.Relax.String()
@@ -97,6 +105,9 @@ type Row struct {
 	Renewed  bool
 	Due      bool // meaningful only when Status == Ready
 	LockedBy string
+	// Holder is the worker whose session holds a live session lease on
+	// the row (Policy.SessionLease), "" otherwise.
+	Holder string
 	// ReadBy is the worker whose split claim's first part found the row
 	// claimable or spent (split_claim.go): its last part may take, or
 	// bury, what that read chose. "" for every row outside a claim split.
@@ -148,7 +159,11 @@ const (
 	Resume   Kind = "Resume"   // Worker; SIGCONT
 	Kill     Kind = "Kill"     // Worker; SIGKILL: its open transaction rolls back
 	Respawn  Kind = "Respawn"  // Worker; a new process for a killed worker
-	Restart  Kind = "Restart"  // the server crashed and restarted: every open transaction rolls back
+	// EndSession ends a worker's database session while its process lives
+	// on and reconnects: its open transaction rolls back and, under
+	// lease=session, every lease the session held ends (session.go).
+	EndSession Kind = "EndSession" // Worker
+	Restart    Kind = "Restart"    // the server crashed and restarted: every open transaction rolls back
 	// The faults of the topologies that forget (PROTOCOL-FORMAT.md,
 	// "Version 3"); see rewind.go.
 	Flush    Kind = "Flush"    // async-commit: every commit so far is flushed, the WAL writer stops

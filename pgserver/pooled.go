@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -116,4 +117,68 @@ func (s *Server) Broken() error {
 	default:
 		return nil
 	}
+}
+
+// FreshServerSessions closes every server connection, and every client,
+// of schema's database alias in the pooler, and returns the server pids
+// that were closed (the caller waits for them to leave pg_stat_activity),
+// so that the next clients start on server sessions of their own. Session
+// state a transaction pooler keeps on its server connections (a session
+// lease's advisory locks) would otherwise outlive the check that took it.
+// Nothing to do without a pooler.
+func (s *Server) FreshServerSessions(ctx context.Context, schema string) ([]uint32, error) {
+	if s == nil || s.pool == nil {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	conn, err := s.pool.admin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pooler: console: %w", err)
+	}
+	defer conn.Close(context.Background())
+	pids, err := serverPids(ctx, conn, schema)
+	if err != nil {
+		return nil, err
+	}
+	// KILL pauses the database; RESUME lets new clients in.
+	for _, cmd := range []string{"KILL " + schema, "RESUME " + schema} {
+		if err := conn.PgConn().Exec(ctx, cmd).Close(); err != nil {
+			return nil, fmt.Errorf("pooler: %s: %w", cmd, err)
+		}
+	}
+	return pids, nil
+}
+
+// serverPids are the server backends of the pooler's database db, from its
+// console's SHOW SERVERS (its remote_pid column).
+func serverPids(ctx context.Context, conn *pgx.Conn, db string) ([]uint32, error) {
+	results, err := conn.PgConn().Exec(ctx, "SHOW SERVERS").ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("pooler: SHOW SERVERS: %w", err)
+	}
+	var pids []uint32
+	for _, res := range results {
+		dbCol, pidCol := -1, -1
+		for i, f := range res.FieldDescriptions {
+			switch f.Name {
+			case "database":
+				dbCol = i
+			case "remote_pid":
+				pidCol = i
+			}
+		}
+		if dbCol < 0 || pidCol < 0 {
+			return nil, fmt.Errorf("pooler: SHOW SERVERS has no database or remote_pid column")
+		}
+		for _, row := range res.Rows {
+			if string(row[dbCol]) != db {
+				continue
+			}
+			if pid, err := strconv.ParseUint(string(row[pidCol]), 10, 32); err == nil && pid > 0 {
+				pids = append(pids, uint32(pid))
+			}
+		}
+	}
+	return pids, nil
 }

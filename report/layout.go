@@ -194,6 +194,8 @@ func (ls laneStates) after(s machine.TraceStep, lanes []string) []string {
 	case model.Resume, model.Respawn:
 		set(s.Actor, "paused", false)
 		set(s.Actor, "dead", false)
+	case model.EndSession:
+		set(s.Actor, "intx", false) // its transaction rolls back; it reconnects
 	case model.Kill:
 		set(s.Actor, "dead", true)
 		set(s.Actor, "paused", false)

@@ -51,11 +51,16 @@ var Events = []string{"event-001", "event-002"}
 
 // Applies says why the six scenarios cannot judge a protocol, or nil: they
 // build stale generations by arithmetic on the article's counter, which a
-// fence=token protocol does not have.
+// fence=token protocol does not have, and end leases with the expire
+// fixture, which a session lease (lease=session) does not have.
 func Applies(p *sut.Protocol) error {
-	if p.Fence == sut.FenceToken {
+	switch {
+	case p.Fence == sut.FenceToken:
 		return fmt.Errorf("%s: the article's six scenarios work with a counter generation (fence=counter); "+
 			"a fence=token protocol is judged by outboxlab check", p.File)
+	case p.SessionLease:
+		return fmt.Errorf("%s: the article's six scenarios expire a stored lease; "+
+			"a session lease (lease=session) ends with its session, and is judged by outboxlab check", p.File)
 	}
 	return nil
 }

@@ -32,6 +32,10 @@ FROM outbox_lab ORDER BY id`
 
 func (p *Protocol) addDefaults() {
 	defaults := map[string]string{Enqueue: defaultEnqueue, Expire: defaultExpire, Due: defaultDue, Age: defaultAge}
+	if p.SessionLease {
+		delete(defaults, Expire) // the suite ends the session instead
+		delete(defaults, Age)
+	}
 	for name, sql := range defaults {
 		if p.Sections[name] == nil {
 			p.Sections[name] = &Section{Name: name, SQL: sql, Line: 1, Default: true}

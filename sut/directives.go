@@ -65,6 +65,10 @@ func (p *Protocol) directive(kv string) error {
 		}
 		return fmt.Errorf("order=%s: want order=fifo or order=any", value)
 	case "lease":
+		if value == "session" {
+			p.SessionLease = true
+			return nil
+		}
 		d, err := parseLease(value)
 		if err != nil {
 			return err
@@ -117,7 +121,7 @@ func (p *Protocol) directive(kv string) error {
 // 24h. The messages do not quote time.ParseDuration's, so they stay the same
 // whatever Go version built the tool.
 func parseLease(value string) (time.Duration, error) {
-	const want = "want a Go duration from 1s to 24h, such as lease=30s, lease=5m or lease=1h"
+	const want = "want a Go duration from 1s to 24h, such as lease=30s, lease=5m or lease=1h, or lease=session"
 	d, err := time.ParseDuration(value)
 	if err != nil {
 		return 0, fmt.Errorf("lease=%s: not a duration: %s", value, want)

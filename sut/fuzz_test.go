@@ -154,8 +154,9 @@ func checkProtocol(t *testing.T, src string, p *Protocol) {
 		}
 	}
 	for _, name := range []string{Enqueue, Expire, Due, Age} {
-		if !p.Has(name) {
-			t.Fatalf("no section %q, own or default", name)
+		// A session lease has no expire or age: the suite ends sessions.
+		if none := p.SessionLease && (name == Expire || name == Age); p.Has(name) == none {
+			t.Fatalf("section %q, own or default: %v under lease=session %v", name, p.Has(name), p.SessionLease)
 		}
 	}
 	lines := fileLines(src)

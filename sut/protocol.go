@@ -78,6 +78,10 @@ type Protocol struct {
 	// Lease is the lease a claim or renew grants at least (lease=, default
 	// 30s): the age fixture holds the protocol to it.
 	Lease time.Duration
+	// SessionLease: lease=session, a claim's lease is a lock its worker's
+	// session holds (model.Policy.SessionLease). Such a file has no expire
+	// or age section: the machine ends sessions, not leases.
+	SessionLease bool
 	// Batch is the most rows one claim returns (batch=, default 1).
 	Batch int
 	// Lenient lets an expired owner's outcome apply until someone else
@@ -109,6 +113,8 @@ func (p *Protocol) Policy() model.Policy {
 		MaxAttempts: p.MaxAttempts,
 		Delete:      p.DeleteDone,
 		Rescue:      p.Has(Rescue),
+
+		SessionLease: p.SessionLease,
 	}
 }
 
@@ -201,6 +207,13 @@ func Parse(name, file, src string) (*Protocol, error) {
 	for _, s := range p.sorted() {
 		if err := checkSection(file, s); err != nil {
 			return nil, err
+		}
+	}
+	if p.SessionLease {
+		for _, name := range []string{Expire, Age} {
+			if s := p.Sections[name]; s != nil {
+				return nil, errAt(s.Line, "section %q: a session lease (lease=session) ends only with its session, which the suite ends itself; remove the section", name)
+			}
 		}
 	}
 	p.addDefaults()

@@ -1,0 +1,155 @@
+package machine
+
+import (
+	"context"
+	"time"
+
+	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/worker"
+	"pgregory.net/rapid"
+)
+
+// Session leases (lease=session, model/session.go). No fixture expires such
+// a lease: the machine ends the holder's session instead, with the step
+// EndSession(w). The worker's process lives on and connects again, so it
+// is a stale owner that will still send its outcomes, as a worker whose
+// connection dropped in production does. A kill ends the session too, and
+// so does a server restart.
+
+// sessionLeases reports whether the protocol's leases are sessions.
+func (r *run) sessionLeases() bool { return r.h.Inst.Proto.SessionLease }
+
+// holdsSession reports whether w's session holds a live lease in some
+// state the run may be in.
+func (r *run) holdsSession(w string) bool {
+	for _, s := range r.states {
+		for _, row := range s.Rows {
+			if row.Holder == w && row.Status == model.InProgress && row.LeaseLive {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// endSessionAction ends the session of a running worker that holds a
+// lease.
+func (r *run) endSessionAction(t *rapid.T) {
+	w := pick(t, "worker", r.workersWhere(func(w string) bool {
+		return r.running(w) && !r.busy(w) && !r.inTx(w) && r.holdsSession(w)
+	}))
+	r.endSession(w)
+}
+
+// endSession runs EndSession(w) as a step.
+func (r *run) endSession(w string) {
+	r.exec(model.Op{Kind: model.EndSession, Worker: w}, func() model.Outcome {
+		r.runEndSession(w)
+		return model.Outcome{Kind: model.OK}
+	})
+	r.h.Coverage.add(CovEndSession)
+}
+
+// runEndSession closes w's connection and connects it again, and returns
+// once the server has let go of what the old session held. Connected
+// directly, that is when its backend is gone (a backend releases its
+// advisory locks before it leaves pg_stat_activity). Through a pooler the
+// worker's client goes, and PgBouncer resets the server connection it held
+// in session mode (DISCARD ALL releases the locks); in transaction mode
+// nothing releases them, which is the point of that topology: the harness
+// waits a bounded time for the locks of the server connections the worker
+// was linked to, then goes on, and the state read judges.
+func (r *run) runEndSession(w string) {
+	p := r.h.pool.Get(w)
+	old := p.ServerBackend()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var linked []int32
+	if old.Pooled {
+		linked = r.h.linkedBackends(ctx, old)
+	}
+	var err error
+	r.h.timed(func() {
+		if _, err = p.Do(worker.Request{Op: "reconnect"}); err != nil {
+			return
+		}
+		if !old.Pooled {
+			err = worker.AwaitBackendGone(ctx, r.h.Inst.Conn, old.PID)
+			return
+		}
+		r.h.awaitAdvisoryLocksGone(ctx, linked)
+	})
+	r.h.pool.Used(w)
+	if err != nil {
+		r.t.Fatalf("harness: end %s's session: %v", w, err)
+	}
+}
+
+// linkedBackends are the server backends PgBouncer has linked to b's
+// client now (named after it).
+func (h *Harness) linkedBackends(ctx context.Context, b worker.Backend) []int32 {
+	rows, err := h.Inst.Conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", b.App)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var pids []int32
+	for rows.Next() {
+		var pid int32
+		if rows.Scan(&pid) == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// awaitAdvisoryLocksGone waits, up to sessionReleaseWait, until none of
+// pids holds an advisory lock.
+func (h *Harness) awaitAdvisoryLocksGone(ctx context.Context, pids []int32) {
+	deadline := time.Now().Add(sessionReleaseWait)
+	for len(pids) > 0 && time.Now().Before(deadline) {
+		var held bool
+		err := h.Inst.Conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = ANY($1))", pids).Scan(&held)
+		if err != nil || !held {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// prepareSessions is Pool.Prepare under lease=session: every process of the
+// pool connects again, and the check starts once the server has let go of
+// what the old sessions held. The last check's sessions may hold leases
+// (locks) on rows of the ids the reset gives out again.
+func (h *Harness) prepareSessions(names []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var gone []uint32
+	for _, name := range h.pool.Names() {
+		if b := h.pool.Get(name).ServerBackend(); !b.Pooled && b.PID != 0 {
+			gone = append(gone, b.PID)
+		}
+		h.pool.MarkStale(name)
+	}
+	// Through a pooler the sessions are the pooler's server connections,
+	// which outlive their clients: the pooler closes them all.
+	pooled, err := h.Srv.FreshServerSessions(ctx, h.Inst.Statements.Schema)
+	if err != nil {
+		return err
+	}
+	if h.Srv.Pooled() {
+		h.pool.DiscardSpares() // their clients were closed with the rest
+	}
+	if err := h.pool.Prepare(names, func(name string) { h.kill(name) }); err != nil {
+		return err
+	}
+	for _, pid := range append(gone, pooled...) {
+		if err := worker.AwaitBackendGone(ctx, h.Inst.Conn, pid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sessionReleaseWait bounds the wait for a pooled session's locks to go.
+const sessionReleaseWait = 2 * time.Second
