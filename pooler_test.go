@@ -86,3 +86,32 @@ func wantPooledBackends(t *testing.T, h *machine.Harness) {
 		t.Fatal("no server backend carries a worker's name: the workers did not connect through the pooler")
 	}
 }
+
+// TestSessionLeaseNeedsItsSession: a session lease whose outcomes check
+// that the caller's own session holds the lock passes behind a session
+// pooler, where a client keeps its server connection, and fails behind a
+// transaction pooler, where the lock stays on a server connection after
+// its session (the client) has gone: "a session lease outlived its
+// session". On single it passes the default budget (TestCorrectVariantsPass).
+func TestSessionLeaseNeedsItsSession(t *testing.T) {
+	honestSearch(t)
+	setRapidFlag(t, "rapid.seed", "1")
+	setRapidFlag(t, "rapid.checks", "20")
+	const path = "testdata/correct/session_lease.sql"
+	for topo, rule := range map[pgserver.Topology]string{pgserver.PoolerSession: "", pgserver.PoolerTransaction: "a session lease outlived its session"} {
+		t.Run(string(topo), func(t *testing.T) {
+			h := topologyHarness(t, topo, path, machine.Default())
+			c := search.On(h).Minimize(search.Measure(t.Name(), h, h.Check), shrinkBudget)
+			program := strings.Join(c.Program, "\n")
+			switch {
+			case rule == "" && c.Caught:
+				t.Fatalf("session_lease failed on %s: %v\n%s", topo, c.Failure, program)
+			case rule != "" && (c.Failure == nil || c.Failure.Rule != rule):
+				t.Fatalf("session_lease on %s: %v, want %q\n%s", topo, c.Failure, rule, program)
+			case rule != "" && c.Steps() > 6:
+				t.Errorf("session_lease on %s: caught in %d steps, want at most 6\n%s", topo, c.Steps(), program)
+			}
+			t.Logf("%s: %v in %d steps", topo, c.Failure, c.Steps())
+		})
+	}
+}
