@@ -85,6 +85,11 @@ var ErrTokenFence = errors.New("--concurrent does not support fence=token yet")
 // pooler that pid is PgBouncer's, not a server backend's.
 var ErrPooled = errors.New("--concurrent does not run through a connection pooler yet")
 
+// ErrSessionLease is NewRunner's refusal of a lease=session protocol: its
+// leases end only when a session ends, which the concurrent mode's faults
+// do not model yet (the state machine does).
+var ErrSessionLease = errors.New("--concurrent does not support lease=session yet")
+
 // NewRunner prepares a run: the fault proxies when cfg has faults, a
 // worker process per worker (each behind its own proxy) and the rescuer's.
 // Close ends them all. A fence=token protocol is refused (ErrTokenFence)
@@ -95,6 +100,9 @@ func NewRunner(srv *pgserver.Server, inst *sut.Instance, cfg Config) (*Runner, e
 	}
 	if srv.Pooled() {
 		return nil, fmt.Errorf("%w: topology %s", ErrPooled, srv.Topology)
+	}
+	if inst.Proto.SessionLease {
+		return nil, fmt.Errorf("%w: %s says lease=session, and the concurrent workers end no session", ErrSessionLease, inst.Proto.File)
 	}
 	r := &Runner{cfg: cfg, srv: srv, inst: inst, super: supervisor{connString: inst.ConnString, schema: inst.Statements.Schema}}
 	// A worker records at most two operations (a Begin and its end) per

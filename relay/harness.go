@@ -53,6 +53,10 @@ type Harness struct {
 // New prepares a harness: the consumer's tables in the protocol's schema,
 // and with faults a proxy per worker in front of the broker.
 func New(ctx context.Context, inst *sut.Instance, b *broker.Broker, cfg Config, opts Options) (*Harness, error) {
+	if inst.Proto.SessionLease {
+		// Its programs expire leases with the expire fixture.
+		return nil, fmt.Errorf("%s says lease=session: --broker does not support session leases yet", inst.Proto.File)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := inst.Conn.Exec(ctx, worker.ConsumerTables); err != nil {
