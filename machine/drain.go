@@ -123,6 +123,7 @@ func (r *run) releaseAll() {
 		e := row.Event
 		switch {
 		case r.sessionLeases() && row.Status == model.InProgress:
+			// Its session ended above: no stored lease to expire.
 		case row.Status == model.InProgress && row.LeaseLive:
 			r.exec(model.Op{Kind: model.Expire, Event: e}, func() model.Outcome { return r.runFixture(model.Expire, e) })
 		case row.Status == model.Ready && !row.Due:
