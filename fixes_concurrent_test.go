@@ -1,6 +1,7 @@
 package outboxlab
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +21,8 @@ import (
 // a fix could hold one step at a time and still race; this keeps a
 // published fix from regressing to one the concurrent mode fails. A short
 // budget here; OUTBOXLAB_FIXES_HISTORIES sets a long one (the nightly's).
+// A session lease (lease=session) the concurrent mode does not run yet:
+// it must refuse one (ErrSessionLease), not pass it unjudged.
 func TestFixesHoldConcurrently(t *testing.T) {
 	srv, err := pgserver.Shared()
 	if err != nil {
@@ -41,6 +44,16 @@ func TestFixesHoldConcurrently(t *testing.T) {
 			inst := install(t, path)
 			cfg := concurrent.Default()
 			cfg.Histories, cfg.Ops, cfg.Duration, cfg.Seed, cfg.HTMLDir = histories, 150, 30*time.Second, 11, t.TempDir()
+			if inst.Proto.SessionLease {
+				r, err := concurrent.NewRunner(srv, inst, cfg)
+				if r != nil {
+					r.Close()
+				}
+				if !errors.Is(err, concurrent.ErrSessionLease) {
+					t.Errorf("--concurrent on a session lease: %v, want it refused (ErrSessionLease)", err)
+				}
+				return
+			}
 			if res := runLinearizable(t, srv, inst, cfg); res.Histories == 0 {
 				t.Errorf("no history ran in %v", cfg.Duration)
 			}
