@@ -123,16 +123,10 @@ func (r *run) endBackend(w string, backend worker.Backend) {
 	defer cancel()
 	var err error
 	r.h.timed(func() {
-		var linked []int32
-		if r.sessionLeases() && backend.Pooled {
-			// The cut client's server connection, which PgBouncer resets
-			// (releasing its session locks) a moment later in session
-			// mode (session.go).
-			linked = r.h.linkedBackends(ctx, backend)
-		}
+		released := r.h.pooledRelease(ctx, backend)
 		backend.Terminate(ctx, r.h.Inst.Conn)
 		if err = backend.AwaitGone(ctx, r.h.Inst.Conn); err == nil {
-			r.h.awaitAdvisoryLocksGone(ctx, linked)
+			released()
 		}
 	})
 	if err != nil {

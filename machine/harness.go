@@ -269,15 +269,12 @@ func (h *Harness) kill(name string) error {
 	h.timed(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		var linked []int32
-		if p := h.pool.Get(name); p != nil && h.Inst.Proto.SessionLease && p.ServerBackend().Pooled {
-			// Through a pooler a session lease is released by PgBouncer's
-			// reset of the server connection, a moment after the client
-			// is gone (session.go).
-			linked = h.linkedBackends(ctx, p.ServerBackend())
+		released := func() {}
+		if p := h.pool.Get(name); p != nil {
+			released = h.pooledRelease(ctx, p.ServerBackend())
 		}
 		if err = h.pool.Kill(ctx, h.Inst.Conn, name); err == nil {
-			h.awaitAdvisoryLocksGone(ctx, linked)
+			released()
 		}
 	})
 	return err

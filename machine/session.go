@@ -64,10 +64,7 @@ func (r *run) runEndSession(w string) {
 	old := p.ServerBackend()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	var linked []int32
-	if old.Pooled {
-		linked = r.h.linkedBackends(ctx, old)
-	}
+	released := r.h.pooledRelease(ctx, old)
 	var err error
 	r.h.timed(func() {
 		if _, err = p.Do(worker.Request{Op: "reconnect"}); err != nil {
@@ -77,12 +74,25 @@ func (r *run) runEndSession(w string) {
 			err = worker.AwaitBackendGone(ctx, r.h.Inst.Conn, old.PID)
 			return
 		}
-		r.h.awaitAdvisoryLocksGone(ctx, linked)
+		released()
 	})
 	r.h.pool.Used(w)
 	if err != nil {
 		r.t.Fatalf("harness: end %s's session: %v", w, err)
 	}
+}
+
+// pooledRelease notes, before b's session is ended, the server connections
+// PgBouncer has linked to it, and returns what waits until they hold no
+// advisory lock: PgBouncer's reset of a session-mode connection comes a
+// moment after its client has gone. Nothing to wait for unless the
+// protocol's leases are sessions and b is pooled.
+func (h *Harness) pooledRelease(ctx context.Context, b worker.Backend) (await func()) {
+	if !h.Inst.Proto.SessionLease || !b.Pooled {
+		return func() {}
+	}
+	linked := h.linkedBackends(ctx, b)
+	return func() { h.awaitAdvisoryLocksGone(ctx, linked) }
 }
 
 // linkedBackends are the server backends PgBouncer has linked to b's
