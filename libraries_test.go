@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/model"
+	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/search"
 )
 
@@ -48,47 +50,84 @@ func TestLibraryProfiles(t *testing.T) {
 			}
 			sometimes, _ := pinnedProfile(lib.path, "-- profile-sometimes:")
 			stops := strings.Split(pinnedLine(lib.path, "-- profile-stopped:"), " | ")
-			h := harness(t, lib.path, catalogueConfig())
-			// The pins are verdicts, not counterexamples: no time goes to
-			// shrinking them (Solid Queue's replays slowly), which leaves
-			// the verdict as it is. The docs' come from --shrink-time 60s.
-			p := search.On(h).Profile(t.Name(), profileShrink)
-			var unknown model.Property
-			programs := map[model.Property][]string{}
-			for _, f := range p.Findings {
-				switch f.Verdict {
-				case search.Breaks:
-					t.Logf("%v: %s (%d steps, relaxed: %v)", f.Property, f.Catch.Failure.Rule, f.Catch.Steps(), f.Relaxed)
-					programs[f.Property] = f.Catch.Program
-				case search.Unknown:
-					unknown |= f.Property
-				}
-			}
-			if c := p.Stopped; c != nil {
-				rule := "(no violation)"
-				if c.Failure != nil {
-					rule = c.Failure.Rule
-				}
-				if !slices.Contains(stops, rule) {
-					t.Errorf("the profile stopped at %q, its file pins %q:\n%s", rule, stops, strings.Join(c.Program, "\n"))
-				}
-			}
-			broken := p.Broken()
-			if missing := always &^ broken &^ unknown; missing != 0 {
-				t.Errorf("%s no longer breaks %v (it breaks %v)", lib.name, missing, broken)
-			}
-			if extra := broken &^ always &^ sometimes; extra != 0 {
-				// With the program: a break nobody pinned is a finding, or
-				// the harness's own fault, and the next engineer must be
-				// able to tell which without rerunning the profile.
-				t.Errorf("%s now breaks %v, which its file does not pin", lib.name, extra)
-				for _, prop := range model.Properties {
-					if extra&prop != 0 {
-						t.Errorf("%v broken by:\n%s", prop, strings.Join(programs[prop], "\n"))
-					}
-				}
-			}
+			checkProfile(t, lib, harness(t, lib.path, catalogueConfig()), always, sometimes, stops)
 		})
+	}
+}
+
+// TestLibraryProfilesBehindATransactionPooler pins the profile of each
+// library whose file has a "-- profile-pooler-transaction:" line (the
+// session-lease libraries, whose verdicts a transaction pooler changes:
+// docs/topologies.md) on that topology, as TestLibraryProfiles does on
+// single.
+func TestLibraryProfilesBehindATransactionPooler(t *testing.T) {
+	honestSearch(t)
+	setRapidFlag(t, "rapid.seed", "1")
+	const prefix = "-- profile-pooler-transaction:"
+	pinned := 0
+	for _, lib := range protocolFiles(t, libraryDir) {
+		if pinnedLine(lib.path, prefix) == "" {
+			continue
+		}
+		pinned++
+		t.Run(lib.name, func(t *testing.T) {
+			t.Parallel()
+			always, err := pinnedProfile(lib.path, prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := topologyHarness(t, pgserver.PoolerTransaction, lib.path, catalogueConfig())
+			checkProfile(t, lib, h, always, 0, []string{""})
+		})
+	}
+	if pinned == 0 {
+		t.Fatalf("no library file pins a profile behind a transaction pooler (%s)", prefix)
+	}
+}
+
+// checkProfile runs lib's profile on h and holds it to its pins: always,
+// the properties broken on every seed tried; sometimes, those broken on
+// some; stops, the failures of no property that may end it.
+func checkProfile(t *testing.T, lib protocolFile, h *machine.Harness, always, sometimes model.Property, stops []string) {
+	t.Helper()
+	// The pins are verdicts, not counterexamples: no time goes to
+	// shrinking them (Solid Queue's replays slowly), which leaves the
+	// verdict as it is. The docs' come from --shrink-time 60s.
+	p := search.On(h).Profile(t.Name(), profileShrink)
+	var unknown model.Property
+	programs := map[model.Property][]string{}
+	for _, f := range p.Findings {
+		switch f.Verdict {
+		case search.Breaks:
+			t.Logf("%v: %s (%d steps, relaxed: %v)", f.Property, f.Catch.Failure.Rule, f.Catch.Steps(), f.Relaxed)
+			programs[f.Property] = f.Catch.Program
+		case search.Unknown:
+			unknown |= f.Property
+		}
+	}
+	if c := p.Stopped; c != nil {
+		rule := "(no violation)"
+		if c.Failure != nil {
+			rule = c.Failure.Rule
+		}
+		if !slices.Contains(stops, rule) {
+			t.Errorf("the profile stopped at %q, its file pins %q:\n%s", rule, stops, strings.Join(c.Program, "\n"))
+		}
+	}
+	broken := p.Broken()
+	if missing := always &^ broken &^ unknown; missing != 0 {
+		t.Errorf("%s no longer breaks %v (it breaks %v)", lib.name, missing, broken)
+	}
+	if extra := broken &^ always &^ sometimes; extra != 0 {
+		// With the program: a break nobody pinned is a finding, or the
+		// harness's own fault, and the next engineer must be able to
+		// tell which without rerunning the profile.
+		t.Errorf("%s now breaks %v, which its file does not pin", lib.name, extra)
+		for _, prop := range model.Properties {
+			if extra&prop != 0 {
+				t.Errorf("%v broken by:\n%s", prop, strings.Join(programs[prop], "\n"))
+			}
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/scenarios"
 	"github.com/outboxlab/outboxlab/search"
 )
@@ -144,6 +145,10 @@ type protocolFile struct {
 	path  string
 	what  string   // the first comment line, without its "mutant:" prefix
 	catch []string // a mutant's "-- catch: RULE" lines: the rules it must be caught by
+	// topology is a mutant's "-- topology: NAME" line: the deployment
+	// its mistake needs (a session lease behind a transaction pooler);
+	// "" runs it on the shared single server.
+	topology pgserver.Topology
 }
 
 // expects reports whether rule is one the mutant must be caught by. Event
@@ -157,6 +162,17 @@ func (m protocolFile) expects(rule string) bool {
 var digits = regexp.MustCompile(`[0-9]+`)
 
 func ruleShape(rule string) string { return digits.ReplaceAllString(rule, "#") }
+
+// headerValue is the text after prefix on the first line that starts
+// with it, or "".
+func headerValue(src, prefix string) string {
+	for _, line := range strings.Split(src, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
 
 // catchLines are a protocol file's "-- catch: RULE" lines.
 func catchLines(src string) []string {
@@ -182,6 +198,11 @@ func protocolFiles(t *testing.T, dir string) []protocolFile {
 			t.Fatal(err)
 		}
 		f := protocolFile{name: strings.TrimSuffix(filepath.Base(p), ".sql"), path: p, what: headComment(string(b)), catch: catchLines(string(b))}
+		if name := headerValue(string(b), "-- topology:"); name != "" {
+			if f.topology, err = pgserver.ParseTopology(name); err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+		}
 		if dir == mutantDir && len(f.catch) == 0 {
 			t.Fatalf("%s: a mutant names the rule it must be caught by in a \"-- catch: RULE\" line", p)
 		}
@@ -199,7 +220,7 @@ func headComment(src string) string {
 		if !strings.HasPrefix(line, "--") || strings.HasPrefix(line, "-- outboxlab:") || strings.HasPrefix(line, "-- name:") {
 			break
 		}
-		if strings.HasPrefix(line, "-- catch:") {
+		if strings.HasPrefix(line, "-- catch:") || strings.HasPrefix(line, "-- topology:") {
 			continue
 		}
 		words = append(words, strings.Fields(strings.TrimPrefix(line, "--"))...)
@@ -246,7 +267,12 @@ func measureProtocol(t *testing.T, m protocolFile, cfg machine.Config, seed *uin
 	if seed != nil {
 		setRapidFlag(t, "rapid.seed", fmt.Sprint(*seed))
 	}
-	h := harness(t, m.path, cfg)
+	var h *machine.Harness
+	if m.topology == "" || m.topology == pgserver.Single {
+		h = harness(t, m.path, cfg)
+	} else {
+		h = topologyHarness(t, m.topology, m.path, cfg)
+	}
 	budget := shrinkBudget
 	if isRace(m) {
 		// A race's program has kills and open transactions, slow to
@@ -283,7 +309,10 @@ func measureProtocol(t *testing.T, m protocolFile, cfg machine.Config, seed *uin
 		case strings.HasPrefix(m.name, "jobs_"):
 			passes = []string{filepath.Join(correctDir, "jobs_lease.sql")}
 		}
-		keepRegression(t, "mutant-"+m.name, m.path, passes, c)
+		if m.topology == "" {
+			// TestRegressions replays on the single server.
+			keepRegression(t, "mutant-"+m.name, m.path, passes, c)
+		}
 	}
 	return r
 }

@@ -31,6 +31,7 @@ var poolerCases = []poolerCase{
 	{"leased", ""},
 	{"testdata/correct/two_statement_complete.sql", ""},
 	{"testdata/libraries/fixed/river.sql", ""},
+	{"testdata/libraries/fixed/que.sql", ""}, // que's fix: a stored lease in place of the session's lock
 	{"testdata/mutants/claim_no_lock.sql", "claim blocked"},
 	{"testdata/mutants/complete_no_generation.sql", "stale owner's complete applied"},
 }
@@ -109,8 +110,8 @@ func TestSessionLeaseNeedsItsSession(t *testing.T) {
 	}{
 		{"testdata/correct/session_lease.sql", pgserver.PoolerSession, nil},
 		{"testdata/correct/session_lease.sql", pgserver.PoolerTransaction, []string{outlived}},
-		{"testdata/sessions/que.sql", pgserver.Single, queRules},
-		{"testdata/sessions/que.sql", pgserver.PoolerTransaction, append([]string{outlived}, queRules...)},
+		{"testdata/libraries/que.sql", pgserver.Single, queRules},
+		{"testdata/libraries/que.sql", pgserver.PoolerTransaction, append([]string{outlived}, queRules...)},
 	}
 	for _, tc := range cases {
 		name := strings.TrimSuffix(tc.path[strings.LastIndex(tc.path, "/")+1:], ".sql")

@@ -217,6 +217,7 @@ func take(r *Row) {
 	r.Aged, r.Renewed = false, false
 	r.Due = false
 	r.LockedBy = ""
+	r.Rescheduled = false
 }
 
 // bury makes an exhausted row DEAD: terminal, no lease.

@@ -47,6 +47,7 @@ func (s State) applied(op Op) []State {
 	switch op.Kind {
 	case Complete:
 		r.Status, r.LeaseLive, r.Aged, r.Renewed = Sent, false, false, false
+		r.Holder = "" // the owner's own outcome lets its session's lock go
 		if p.Delete {
 			gone := next.clone()
 			gone.Rows = slices.Delete(gone.Rows, i, i+1)
@@ -54,6 +55,7 @@ func (s State) applied(op Op) []State {
 		}
 	case Retry:
 		r.Status, r.LeaseLive, r.Due, r.Aged, r.Renewed = Ready, false, false, false, false
+		r.Holder = ""
 		if s.exhausted(*r) && !p.relaxed(AttemptBudget) {
 			// The last attempt failed: the event is dead, at once.
 			r.Status = Dead
@@ -85,9 +87,11 @@ func (s State) applied(op Op) []State {
 
 // anyEffect is every state an outcome of op's kind may leave on its row:
 // a complete makes it SENT (or deletes it under done=delete); a retry
-// makes it READY, due or waiting, or DEAD; a renew leaves it as it was or
-// with a live lease if it is in progress, or no longer due if it waits in
-// the queue.
+// makes it READY, due or waiting, or DEAD, or leaves a SENT or DEAD row as
+// it was (que's retry of a finished job only reschedules it: the answer
+// breaks terminal, the row keeps it); a renew leaves it as it was or with
+// a live lease if it is in progress, or no longer due if it waits in the
+// queue.
 func (s State) anyEffect(op Op) []State {
 	i := s.row(op.Event)
 	var out []State
@@ -108,6 +112,18 @@ func (s State) anyEffect(op Op) []State {
 		with(func(r *Row) { release(r, true) })
 		with(func(r *Row) { release(r, false) })
 		with(bury)
+		r := s.Rows[i]
+		if r.Status == Sent || r.Status == Dead {
+			out = append(out, s.clone())
+		}
+		if r.Holder != "" && r.Holder != op.Worker && (r.Status != InProgress || r.LeaseLive) {
+			// A session lease another worker holds (or held, when a
+			// stale outcome finished its row since): a stale retry by id
+			// moves the job's next run, or puts a finished one back in
+			// the queue (good_job re-enqueues), but cannot end that
+			// session's lock, so the row reads as the holder's claim.
+			with(func(r *Row) { r.Status, r.LeaseLive, r.Rescheduled = InProgress, true, true })
+		}
 	case Renew:
 		out = append(out, s.clone())
 		switch s.Rows[i].Status {

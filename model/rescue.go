@@ -25,7 +25,7 @@ var rescueChoices = []func(*Row){
 // Its generation stays: the attempt was spent.
 func release(r *Row, due bool) {
 	r.Status, r.Due = Ready, due
-	r.LeaseLive, r.Aged, r.Renewed = false, false, false
+	r.LeaseLive, r.Aged, r.Renewed, r.Rescheduled = false, false, false, false
 }
 
 // rescue is every state one rescue pass may leave.

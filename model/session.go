@@ -42,7 +42,10 @@ func (s State) sessionEnded(worker string) State {
 			continue
 		}
 		r.Holder = ""
-		if r.Status == InProgress {
+		switch {
+		case r.Status == InProgress && r.Rescheduled:
+			release(r, false)
+		case r.Status == InProgress:
 			r.LeaseLive, r.Aged, r.Renewed = false, false, false
 		}
 	}
@@ -106,4 +109,19 @@ func withoutSessionEnd(p Policy, before, after []RowView, out Outcome) []RowView
 func readsAsReady(model, read RowView, p Policy) bool {
 	return p.SessionLease && model.Status == InProgress && model.LeaseExpired &&
 		read.Status == Ready && read.Due
+}
+
+// readsAsHeld reports whether a row may be read with a session lease held
+// that the model has ended: only in a profile that relaxes
+// no_stranded_row, whose rule "a session lease outlived its session" is
+// that read. Through a transaction pooler a lock stays on the server
+// connection its claim ran on: after the session that took it has ended,
+// and after an outcome that applied but whose unlock ran on another
+// server connection (the model has the row READY). The model keeps the
+// lease ended, and the relaxed claim may then leave the row behind.
+func readsAsHeld(model, read RowView, hasGen bool, p Policy) bool {
+	ended := model.Status == InProgress && model.LeaseExpired || model.Status == Ready
+	return p.SessionLease && p.relaxed(NoStrandedRow) &&
+		model.Event == read.Event && (!hasGen || model.Gen == read.Gen) &&
+		ended && read.Status == InProgress && !read.LeaseExpired
 }

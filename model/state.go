@@ -195,6 +195,9 @@ func (s State) Key() string {
 			if r.Holder != "" {
 				fmt.Fprintf(&b, "/held=%s", r.Holder)
 			}
+			if r.Rescheduled {
+				b.WriteString("/rescheduled")
+			}
 		}
 		if r.Status == Ready && r.Due {
 			b.WriteString("/due")
@@ -265,7 +268,9 @@ func Match(states []State, observed []RowView, hasGen bool) []State {
 }
 
 func sameViews(a, b []RowView, hasGen bool, p Policy) bool {
-	return slices.EqualFunc(a, b, func(x, y RowView) bool { return sameView(x, y, hasGen) || readsAsReady(x, y, p) })
+	return slices.EqualFunc(a, b, func(x, y RowView) bool {
+		return sameView(x, y, hasGen) || readsAsReady(x, y, p) || readsAsHeld(x, y, hasGen, p)
+	})
 }
 
 // sameView compares what the policy pins down about one row.

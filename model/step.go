@@ -206,6 +206,8 @@ func (s State) fixture(op Op) State {
 		r.LeaseLive, r.Aged = false, false
 	case op.Kind == MakeDue && r.Status == Ready:
 		r.Due = true
+	case op.Kind == MakeDue && r.Rescheduled:
+		r.Rescheduled = false
 	}
 	return next
 }

@@ -108,6 +108,12 @@ type Row struct {
 	// Holder is the worker whose session holds a live session lease on
 	// the row (Policy.SessionLease), "" otherwise.
 	Holder string
+	// Rescheduled marks a live session lease whose job a stale owner's
+	// retry moved to a later run (Policy.SessionLease, only in a profile
+	// that relaxes fencing): the stale owner could not end the holder's
+	// lock, so the row stays the holder's, and once that lease ends it
+	// waits for its backoff (READY, not due) until a due fixture.
+	Rescheduled bool
 	// ReadBy is the worker whose split claim's first part found the row
 	// claimable or spent (split_claim.go): its last part may take, or
 	// bury, what that read chose. "" for every row outside a claim split.

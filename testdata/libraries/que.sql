@@ -1,32 +1,53 @@
--- que v2.4.1 (que-rb/que at 17fb2c3b75b37599bf17043dbb692555f582f249): a job
--- is the worker's while its session holds pg_try_advisory_lock(id), taken by
--- the poller's recursive CTE (lib/que/poller.rb, SQL[:poll_jobs], with
--- pg_temp.lock_and_update_priorities and que_highest_remaining_priority);
--- the job is finished by id (lib/que/job_methods.rb, SQL[:finish_job]) or
--- retried by id (SQL[:set_error]), and the locker unlocks it afterwards
--- (lib/que/locker.rb, pg_advisory_unlock). The SQL is que's; what the
--- suite's format needs is adapted, and said here:
---   - que_jobs keeps the columns these statements read or write, in the
---     run's schema rather than public, plus event_id (the format's event);
---   - the two pg_temp functions and the type are made once in the schema:
---     que makes them on each connection, and the schema section runs on
---     the harness's;
---   - the lock is pg_try_advisory_lock(space, id) with a first key of the
---     schema's own (que_lock_space) instead of que's one bigint key, so that
---     runs in other schemas of one database never share a lock;
---   - the poll's parameters: queue 'default'; the ids the locker holds
---     already ($2), read from pg_locks for the calling session, as que's
---     locker passes the ids in its buffer; priorities {"32767": 1}, one
---     free worker of any priority;
---   - complete is finish_job then the locker's unlock, retry is set_error
---     (que's default retry interval, error_count^4 + 3 seconds) then the
---     unlock, each as one statement;
---   - state derives a status: SENT once finished, INPROGRESS while some
---     session holds the job's lock, READY otherwise.
--- que keeps no generation and finishes by id: a worker whose session ended
--- (its connection dropped) still finishes the job another worker has
--- locked since. Through a transaction pooler the lock stays on a server
+-- Library: que (Ruby job queue on PostgreSQL: que_jobs table, a job held by its worker's session advisory lock)
+-- Repository: https://github.com/que-rb/que
+-- Commit: 17fb2c3b75b37599bf17043dbb692555f582f249 ("Changelog: Add entry for version 2.4.1")
+-- Version: v2.4.1
+-- Strategy: que has one: a job is the worker's while the locker's session holds pg_try_advisory_lock(id).
+-- Sources:
+--   lib/que/poller.rb: SQL[:poll_jobs] (the recursive CTE that walks the queue in (priority, run_at, id)
+--     order and locks each candidate with pg_temp.lock_and_update_priorities), and the two pg_temp functions
+--     it makes on each connection (lock_and_update_priorities, que_highest_remaining_priority)
+--   lib/que/locker.rb: the ids it passes as already held (its buffer and running jobs), and its
+--     pg_advisory_unlock once a job's work is done
+--   lib/que/job_methods.rb: SQL[:finish_job] (finished_at = now(), by id) and SQL[:set_error] (error_count + 1,
+--     run_at = now() + the retry interval, by id)
+--   lib/que/migrations/: the que_jobs columns these statements read and write
+--
+-- How que works: a locker process keeps one connection, polls with the CTE, and the job stays locked by
+-- that connection's session until the worker has run it: finish_job (or set_error for a failure) then
+-- pg_advisory_unlock. No column records a claim, and no lease runs out: the lock goes when the session
+-- does (a dropped connection, a killed process, a restarted server), and the job is then claimable again.
+-- finish_job and set_error update by id alone.
+--
+-- Adaptations:
+--   - lease=session: the lease is the session's lock (docs/protocol-format.md, Session leases); the file
+--     therefore has no expire or age section.
+--   - que_jobs keeps the columns these statements read or write, in the run's schema rather than public,
+--     plus event_id (the format's event).
+--   - The two pg_temp functions and the type are made once in the schema: que makes them on each
+--     connection, and the schema section runs on the harness's.
+--   - The lock is pg_try_advisory_lock(space, id) with a first key of the schema's own (que_lock_space)
+--     instead of que's one bigint key, so that runs in other schemas of one database never share a lock.
+--   - The poll's parameters: queue 'default'; the ids the locker holds already ($2), read from pg_locks for
+--     the calling session, as que's locker passes the ids in its buffer; priorities {"32767": 1}, one free
+--     worker of any priority.
+--   - complete is finish_job then the locker's unlock, retry is set_error then the unlock, each as one
+--     statement. que's default retry interval is error_count^4 + 3 seconds; a 4-second backoff would end by
+--     the wall clock inside a check, so this file waits error_count^4 + 3 MINUTES, and a retried job becomes
+--     claimable through the due fixture.
+--   - order=any: the poll orders by (priority, run_at, id), and a retried job due again goes by its new
+--     run_at, not by enqueue order. The due fixture moves run_at to a second ago (never later).
+--   - No attempt budget: que's default retries without end (its job class may set one), so no max_attempts.
+--   - state derives a status: SENT once finished, INPROGRESS while some session holds the job's lock,
+--     READY otherwise (que keeps no status for a claim, so a job whose lock has gone reads READY and due).
+-- que keeps no generation and finishes by id: a worker whose session ended (its connection dropped) still
+-- finishes the job another worker has locked since. Through a transaction pooler the lock stays on a server
 -- connection, and every client that runs there holds it too.
+-- The properties this SQL breaks, pinned by TestLibraryProfiles
+-- (outboxlab check --profile --faults=false; docs/libraries.md):
+-- profile: fencing strict_expiry terminal
+-- profile-pooler-transaction: no_stranded_row fencing strict_expiry terminal
+-- outboxlab: order=any
 -- outboxlab: lease=session
 
 -- name: schema
@@ -178,7 +199,7 @@ WHERE pg_advisory_unlock(que_lock_space(), id::int) IS NOT NULL;
 WITH errored AS (
   UPDATE que_jobs
   SET error_count          = error_count + 1,
-      run_at               = now() + ((error_count + 1) ^ 4 + 3)::float * '1 second'::interval,
+      run_at               = now() + ((error_count + 1) ^ 4 + 3)::float * '1 minute'::interval,
       last_error_message   = left('outboxlab retry'::text, 500),
       last_error_backtrace = left(''::text, 10000)
   WHERE id = @id::bigint
@@ -188,7 +209,7 @@ SELECT id FROM errored
 WHERE pg_advisory_unlock(que_lock_space(), id::int) IS NOT NULL;
 
 -- name: due
-UPDATE que_jobs SET run_at = now() - interval '1 second' WHERE id = @id;
+UPDATE que_jobs SET run_at = least(run_at, now() - interval '1 second') WHERE id = @id;
 
 -- name: state
 SELECT id, event_id,
