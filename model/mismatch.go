@@ -18,7 +18,7 @@ import "fmt"
 //     DEAD, and an event made DEAD before its budget was spent;
 //   - a rescue that took a row whose lease is live;
 //   - under lease=session, a lease still held after the session that took
-//     it ended.
+//     it ended, and one gone while that session lives.
 func ExplainRows(op Op, s State, observed []RowView) (rule, detail string) {
 	seen := map[string]RowView{}
 	for _, v := range observed {
@@ -35,6 +35,16 @@ func ExplainRows(op Op, s State, observed []RowView) (rule, detail string) {
 		if op.Kind == Rescue && r.Status == InProgress && r.LeaseLive && (got.Status != InProgress || got.LeaseExpired) {
 			return fmt.Sprintf("rescue took %s whose lease is live", r.Event),
 				fmt.Sprintf("after %v, %s is %s: a rescue must not change a live lease", op, r.Event, viewText(got, got.HasGen))
+		}
+		if s.Policy.SessionLease && r.Status == InProgress && r.LeaseLive && r.Holder != "" &&
+			(got.Status == Ready || got.Status == InProgress && got.LeaseExpired) {
+			// Only the holder's session ending ends a session lease, and
+			// the model ends it then. A lock gone before is the
+			// protocol's own unlock of a job it did not finish, or a
+			// server connection shared through a transaction pooler
+			// that another client's trouble ended.
+			return "a session lease ended while its session lived",
+				fmt.Sprintf("after %v, %s's lock is gone, but %s's session, which took it, has not ended: another worker may now take the job %s still works on", op, r.Event, r.Holder, r.Holder)
 		}
 		if got.Status != r.Status {
 			continue

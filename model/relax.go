@@ -86,7 +86,7 @@ func PropertyOf(rule, detail string) Property {
 		return Fencing
 	case has("waiting for its backoff"), has("left no backoff"):
 		return Backoff
-	case has("whose lease is live"), has("granted less than the declared lease"):
+	case has("whose lease is live"), has("granted less than the declared lease"), has("ended while its session lived"):
 		return OneLiveOwner
 	case has("out of order"):
 		return FIFOOrder

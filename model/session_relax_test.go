@@ -86,3 +86,23 @@ func TestOutlivedLeaseReadsAsHeldOnlyWhenRelaxed(t *testing.T) {
 		t.Error("no_stranded_row relaxed: a lock left after an applied retry did not match the model")
 	}
 }
+
+// TestLockGoneWhileItsSessionLives: a session lease whose lock is gone
+// while the session that took it lives (a transaction pooler's server
+// connection ended by another client's trouble, or the protocol's own
+// unlock) is named, not a bare "persisted rows differ".
+func TestLockGoneWhileItsSessionLives(t *testing.T) {
+	s := playFrom(t, sessionState(), "Enqueue(e1) -> ok", "Enqueue(e2) -> ok",
+		"w1.Claim() -> claimed e1 gen=1", "w2.Claim() -> claimed e2 gen=1")
+	read := []RowView{
+		{Event: "e1", Status: Ready, Due: true, Gen: 1, HasGen: true},
+		{Event: "e2", Status: InProgress, LeaseHeld: true, Gen: 1, HasGen: true},
+	}
+	if got := Match([]State{s}, read, true); len(got) != 0 {
+		t.Fatal("a lock gone while its session lives matched the model")
+	}
+	rule, detail := ExplainRows(mustOp(t, "w2.EndSession()"), s, read)
+	if rule != "a session lease ended while its session lived" || PropertyOf(rule, detail) != OneLiveOwner {
+		t.Errorf("rule %q (%v), want the session lease that ended while its session lived (one_live_owner)", rule, PropertyOf(rule, detail))
+	}
+}

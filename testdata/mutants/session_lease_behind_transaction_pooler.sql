@@ -2,6 +2,7 @@
 -- catch: current owner's complete rejected
 -- catch: current owner's retry rejected
 -- catch: a session lease outlived its session
+-- catch: a session lease ended while its session lived
 -- topology: pooler-transaction
 -- outboxlab: lease=session
 
