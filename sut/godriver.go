@@ -2,9 +2,11 @@ package sut
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/outboxlab/driver"
 	"github.com/outboxlab/outboxlab/model"
 )
@@ -59,6 +61,11 @@ func (g *goDriver) ClaimRows(ctx context.Context, q Querier, worker string) (out
 	}
 	defer g.guard("Claim", &err)
 	claimed, err := g.p.Claim(ctx, d, worker)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Neither the server's refusal nor a lost connection, it would
+		// pass for an outcome nobody knows: the API says nil instead.
+		return nil, &ProtocolError{Msg: fmt.Sprintf("Go driver %s: Claim returned pgx.ErrNoRows; return no rows when nothing is claimable", g.name)}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/outboxlab/driver"
 	"github.com/outboxlab/outboxlab/internal/drivertest"
 	"github.com/outboxlab/outboxlab/model"
@@ -94,6 +95,7 @@ func TestGoDriverBrokenPromises(t *testing.T) {
 			func(d Driver) error { return d.Exec(ctx, inst.Conn, Enqueue, Args{EventID: "e9"}) }, []string{"Enqueue panicked"}},
 		{"empty id", drivertest.Misbehaving{Claims: []*driver.Claimed{{EventID: "e1", Generation: 1}}}, claim, []string{"empty ID"}},
 		{"empty event", drivertest.Misbehaving{Claims: []*driver.Claimed{{ID: "1", Generation: 1}}}, claim, []string{"empty EventID"}},
+		{"ErrNoRows", drivertest.Misbehaving{ClaimErr: pgx.ErrNoRows}, claim, []string{"Claim returned pgx.ErrNoRows"}},
 		{"nil row", drivertest.Misbehaving{Claims: []*driver.Claimed{nil}}, claim, []string{"nil row (element 0)"}},
 		{"over batch", drivertest.Misbehaving{Claims: []*driver.Claimed{{ID: "1", EventID: "e1"}, {ID: "2", EventID: "e2"}}}, claim,
 			[]string{"2 rows, more than batch=1"}},

@@ -13,6 +13,8 @@ type Misbehaving struct {
 	Leased
 	PanicIn string
 	Claims  []*driver.Claimed
+	// ClaimErr is returned by every claim, when set.
+	ClaimErr error
 	// Batch is the batch it declares.
 	Batch int
 }
@@ -27,6 +29,9 @@ func (m Misbehaving) panicIf(method string) {
 
 func (m Misbehaving) Claim(ctx context.Context, db driver.DB, worker string) ([]*driver.Claimed, error) {
 	m.panicIf("Claim")
+	if m.ClaimErr != nil {
+		return nil, m.ClaimErr
+	}
 	if m.Claims != nil {
 		return m.Claims, nil
 	}
