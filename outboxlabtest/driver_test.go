@@ -53,3 +53,21 @@ func TestRunDriverUnregistered(t *testing.T) {
 		t.Fatalf("RunDriver of an unknown name: %v", err)
 	}
 }
+
+// With Profile, a driver gets a verdict per property, as a file does; the
+// driver without the generation check breaks one, and no line of the
+// failure names the outboxlab command.
+func TestCheckDriverProfile(t *testing.T) {
+	r := &recorder{name: t.Name()}
+	outboxlabtest.CheckDriver(r, drivertest.NoGenName, outboxlabtest.Profile(), outboxlabtest.Seed(1),
+		sameUnderShort(30, 30), outboxlabtest.Faults(false))
+	report := r.report() + strings.Join(r.logs, "\n")
+	for _, want := range []string{drivertest.NoGenName + ": profile (", "✗ ", "breaks: "} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the profile's failure does not contain %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, "outboxlab check") {
+		t.Errorf("the profile names the outboxlab command, which cannot load a Go driver:\n%s", report)
+	}
+}
