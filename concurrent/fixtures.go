@@ -104,7 +104,7 @@ func (f *fixtures) observe() {
 	}
 	call := f.h.rec.call(f.h.r.fixtureClient(), Input{Observe: true})
 	ctx, cancel := context.WithTimeout(context.Background(), f.h.r.cfg.OpTimeout)
-	rows, err := f.h.r.inst.Statements.ReadState(ctx, conn)
+	rows, err := f.h.r.inst.Driver().ReadState(ctx, conn)
 	cancel()
 	if err != nil {
 		f.h.rec.drop(call)
@@ -177,7 +177,7 @@ func (f *fixtures) exec(op model.Op, section string, args sut.Args, conn *pgx.Co
 	epoch := f.h.epoch.Load()
 	call := f.h.rec.call(f.h.r.fixtureClient(), Input{Op: op})
 	ctx, cancel := context.WithTimeout(context.Background(), f.h.r.cfg.OpTimeout)
-	err := f.h.r.inst.Statements.Exec(ctx, conn, section, args)
+	err := f.h.r.inst.Driver().Exec(ctx, conn, section, args)
 	cancel()
 	if err == nil {
 		f.h.rec.ret(call, Output{Out: model.Outcome{Kind: model.OK}})

@@ -210,7 +210,7 @@ func (r *Runner) reset(h *history) error {
 	if err := r.inst.Reset(ctx, h.events); err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
-	rows, err := r.inst.Statements.ReadState(ctx, r.inst.Conn)
+	rows, err := r.inst.Driver().ReadState(ctx, r.inst.Conn)
 	if err != nil {
 		return fmt.Errorf("reset: read state: %w", err)
 	}

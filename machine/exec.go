@@ -20,7 +20,7 @@ import (
 func (r *run) runEnqueue(e string) model.Outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	st := r.h.Inst.Statements
+	st := r.h.Inst.Driver()
 	var err error
 	r.h.timed(func() { err = st.Exec(ctx, r.h.Inst.Conn, sut.Enqueue, sut.Args{EventID: e, Worker: "harness"}) })
 	if err != nil {
@@ -232,7 +232,7 @@ func (r *run) runFixture(kind model.Kind, e string) model.Outcome {
 	defer cancel()
 	var err error
 	r.h.timed(func() {
-		err = r.h.Inst.Statements.Exec(ctx, r.h.Inst.Conn, section, args)
+		err = r.h.Inst.Driver().Exec(ctx, r.h.Inst.Conn, section, args)
 	})
 	if err != nil {
 		r.fail(section+" fixture failed", fmt.Sprintf("%s(%s) failed: %v", kind, e, err))

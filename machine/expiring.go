@@ -56,7 +56,7 @@ func (r *run) expiringReclaim(t *rapid.T, e string) bool {
 // inside a single statement, and a counterexample through it would hide
 // which of the two the protocol lost.
 func (r *run) behindExpiringReclaim(op model.Op, holder string) bool {
-	if op.Kind == model.Rescue || r.h.Inst.Statements.StatementCount(sectionOf(op.Kind)) < 2 {
+	if op.Kind == model.Rescue || r.h.Inst.Driver().StatementCount(sectionOf(op.Kind)) < 2 {
 		return false
 	}
 	for _, s := range r.states {

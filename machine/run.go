@@ -221,7 +221,7 @@ func (r *run) readState(after model.Op) []sut.StateRow {
 	defer cancel()
 	var rows []sut.StateRow
 	var err error
-	r.h.timed(func() { rows, err = r.h.Inst.Statements.ReadState(ctx, r.h.Inst.Conn) })
+	r.h.timed(func() { rows, err = r.h.Inst.Driver().ReadState(ctx, r.h.Inst.Conn) })
 	r.h.mu.Lock()
 	r.h.stateReads++
 	r.h.mu.Unlock()

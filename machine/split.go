@@ -47,7 +47,7 @@ func (r *run) statementsToSplit(kind model.Kind) int {
 	if !r.h.Inst.ProbesRows() {
 		return 0
 	}
-	if n := r.h.Inst.Statements.StatementCount(sectionOf(kind)); n > 1 {
+	if n := r.h.Inst.Driver().StatementCount(sectionOf(kind)); n > 1 {
 		return n
 	}
 	return 0

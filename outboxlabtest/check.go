@@ -56,6 +56,24 @@ func Check(t testing.TB, protocolPath string, opts ...Option) {
 // input (a protocol file's FILE:LINE, a bad option or budget) or no
 // server; a search that ends in a harness error is a Result of "error".
 func Run(protocolPath string, opts ...Option) (Result, error) {
+	return run(func() (installer, error) {
+		p, err := sut.Resolve(protocolPath)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, connString string) (*sut.Instance, error) {
+			return sut.Install(ctx, connString, p)
+		}, nil
+	}, opts)
+}
+
+// installer installs the protocol of a run on the server at connString.
+type installer func(ctx context.Context, connString string) (*sut.Instance, error)
+
+// run is Run and RunDriver: the options checked, the protocol found
+// (resolve: bad input before any server starts), the server up, the
+// protocol installed, the search run.
+func run(resolve func() (installer, error), opts []Option) (Result, error) {
 	if !mainCalled.Load() {
 		return Result{}, errors.New("the test binary must call outboxlabtest.Main from TestMain: it doubles as the worker processes")
 	}
@@ -76,7 +94,7 @@ func Run(protocolPath string, opts ...Option) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("outboxlabtest.Topology: %w", err)
 	}
-	p, err := sut.Resolve(protocolPath)
+	install, err := resolve()
 	if err != nil {
 		return Result{}, err
 	}
@@ -85,7 +103,7 @@ func Run(protocolPath string, opts ...Option) (Result, error) {
 		return Result{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	inst, err := sut.Install(ctx, srv.ConnString(), p)
+	inst, err := install(ctx, srv.ConnString())
 	cancel()
 	if err != nil {
 		return Result{}, err
@@ -122,6 +140,9 @@ func goTestCommand(test string, res Result) string {
 		run = append(run, "^"+regexp.QuoteMeta(part)+"$")
 	}
 	cmd := fmt.Sprintf("go test -run '%s' -rapid.checks=1 -rapid.seed=%s", strings.Join(run, "/"), flagOf(res.Reproduce, "seed", "0"))
+	if test == "" { // RunDriver's: the caller's test is unknown
+		cmd = "go test -rapid.checks=1 -rapid.seed=" + flagOf(res.Reproduce, "seed", "0")
+	}
 	// The steps the check ran with, as the command's line has them (rapid
 	// halves -rapid.steps under -short).
 	steps := flagOf(res.Reproduce, "steps", "30")

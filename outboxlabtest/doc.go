@@ -15,7 +15,9 @@
 //
 // The protocol file is in the format of docs/protocol-format.md; its path
 // is relative to the package directory, where go test runs. A malformed
-// file fails the test with FILE:LINE and what is wrong.
+// file fails the test with FILE:LINE and what is wrong. A protocol written
+// in Go (package driver) is checked by CheckDriver on the name it is
+// registered under (docs/go-drivers.md).
 //
 // The server is found or started as the command does: DATABASE_URL (or
 // the libpq PG* variables), else a throwaway cluster from local PostgreSQL

@@ -194,7 +194,7 @@ func (r *run) rescue() (string, error) {
 func (r *run) fixture(section, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return r.h.Inst.Statements.Exec(ctx, r.h.Inst.Conn, section, sut.Args{ID: id, Worker: "harness"})
+	return r.h.Inst.Driver().Exec(ctx, r.h.Inst.Conn, section, sut.Args{ID: id, Worker: "harness"})
 }
 
 func (r *run) state() ([]sut.StateRow, error) {
@@ -203,7 +203,7 @@ func (r *run) state() ([]sut.StateRow, error) {
 	if err := r.h.Inst.EnsureConn(ctx); err != nil {
 		return nil, err
 	}
-	return r.h.Inst.Statements.ReadState(ctx, r.h.Inst.Conn)
+	return r.h.Inst.Driver().ReadState(ctx, r.h.Inst.Conn)
 }
 
 // consume runs the consumer to the end of the topic; with crash, it dies

@@ -100,7 +100,7 @@ func (e *Env) conn(ctx context.Context) (*pgx.Conn, error) {
 
 // row reads the persisted state of one event.
 func (e *Env) row(ctx context.Context, event string) (sut.StateRow, error) {
-	rows, err := e.St.ReadState(ctx, e.Inst.Conn)
+	rows, err := e.Inst.Driver().ReadState(ctx, e.Inst.Conn)
 	if err != nil {
 		return sut.StateRow{}, fmt.Errorf("read state: %w", err)
 	}
@@ -129,7 +129,7 @@ func (e *Env) expire(ctx context.Context, row sut.StateRow) error {
 	if !e.Inst.Proto.Has(sut.Rescue) {
 		return nil
 	}
-	if err := e.St.Rescue(ctx, e.Inst.Conn, "rescuer"); err != nil {
+	if err := e.Inst.Driver().Rescue(ctx, e.Inst.Conn, "rescuer"); err != nil {
 		return fmt.Errorf("rescue: %w", err)
 	}
 	return e.fixture(ctx, sut.Due, row.ID)
@@ -137,7 +137,7 @@ func (e *Env) expire(ctx context.Context, row sut.StateRow) error {
 
 // claim runs the claim on the harness's own connection, as another worker.
 func (e *Env) claim(ctx context.Context, q sut.Querier, worker string) (sut.ClaimResult, error) {
-	c, err := e.St.Claim(ctx, q, worker)
+	c, err := e.Inst.Driver().Claim(ctx, q, worker)
 	if err != nil {
 		return c, fmt.Errorf("claim as %s: %w", worker, err)
 	}
@@ -145,7 +145,7 @@ func (e *Env) claim(ctx context.Context, q sut.Querier, worker string) (sut.Clai
 }
 
 func (e *Env) apply(ctx context.Context, section string, c sut.ClaimResult, gen int64, worker string) (bool, error) {
-	ok, err := e.St.Apply(ctx, e.Inst.Conn, section, sut.Args{ID: c.ID, Gen: gen, Worker: worker})
+	ok, err := e.Inst.Driver().Apply(ctx, e.Inst.Conn, section, sut.Args{ID: c.ID, Gen: gen, Worker: worker})
 	if err != nil {
 		return false, fmt.Errorf("%s as %s: %w", section, worker, err)
 	}
@@ -153,7 +153,7 @@ func (e *Env) apply(ctx context.Context, section string, c sut.ClaimResult, gen 
 }
 
 func (e *Env) fixture(ctx context.Context, section, id string) error {
-	if err := e.St.Exec(ctx, e.Inst.Conn, section, sut.Args{ID: id, Worker: "harness"}); err != nil {
+	if err := e.Inst.Driver().Exec(ctx, e.Inst.Conn, section, sut.Args{ID: id, Worker: "harness"}); err != nil {
 		return fmt.Errorf("%s fixture: %w", section, err)
 	}
 	return nil

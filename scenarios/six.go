@@ -107,14 +107,14 @@ func OpenClaimTransaction(ctx context.Context, e *Env) error {
 		return err
 	}
 	defer tx.Rollback(context.Background())
-	first, err := e.St.ClaimRows(ctx, tx, "w1")
+	first, err := e.Inst.Driver().ClaimRows(ctx, tx, "w1")
 	if err != nil {
 		return fmt.Errorf("claim as w1: %w", err)
 	}
 	if !slices.ContainsFunc(first, func(c sut.ClaimResult) bool { return c.Event == Events[0] }) {
 		return fmt.Errorf("claim in the open transaction returned %+v, want %s", first, Events[0])
 	}
-	second, err := e.St.ClaimRows(ctx, e.Inst.Conn, "w2")
+	second, err := e.Inst.Driver().ClaimRows(ctx, e.Inst.Conn, "w2")
 	if err != nil {
 		return fmt.Errorf("second connection (it must skip the locked row, not wait): %w", err)
 	}

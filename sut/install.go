@@ -24,6 +24,9 @@ type Instance struct {
 	// rowProbe is the SELECT ... FOR UPDATE of an event's row that
 	// ProbeRow runs, from the expire fixture; "" when it cannot be made.
 	rowProbe string
+	// driver runs a Go driver's operations (InstallDriver); nil for a
+	// protocol file, whose Statements run them.
+	driver Driver
 }
 
 // NewSchemaName returns a unique schema name for one run.

@@ -50,6 +50,9 @@ func planReset(ctx context.Context, conn *pgx.Conn, schema string, enqueueSQL st
 func (inst *Instance) Reset(ctx context.Context, events []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if inst.driver != nil {
+		return inst.resetDriver(ctx, events)
+	}
 	key := fmt.Sprintf("%q", events) // unambiguous, unlike a join on ","
 	sql, ok := inst.reset.cache[key]
 	if !ok {

@@ -37,6 +37,10 @@ type Statements struct {
 	// Batch is the most rows one claim may return (batch=); 0 means 1.
 	Batch int
 	Stmts map[string]Stmt
+	// GoDriver is the name a Go driver is registered under (package
+	// driver), for a protocol written in Go: Stmts is then empty, and the
+	// worker runs the driver it finds by this name (Driver).
+	GoDriver string `json:",omitempty"`
 }
 
 // Querier runs a statement: a *pgx.Conn or a pgx.Tx.

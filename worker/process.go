@@ -79,7 +79,7 @@ func Spawn(spec Spec) (*Process, error) {
 	}
 	if resp.Err != "" {
 		p.Kill()
-		return nil, fmt.Errorf("worker %s could not connect: %s", spec.Name, resp.Err)
+		return nil, fmt.Errorf("worker %s could not start: %s", spec.Name, resp.Err)
 	}
 	return p, nil
 }

@@ -39,6 +39,10 @@ func MainIfWorker() {
 // agent is the worker side: one connection, at most one open transaction.
 type agent struct {
 	spec Spec
+	// drv runs the protocol's operations: the spec's statements, or the
+	// Go driver registered under the name the spec carries, which this
+	// process registered itself in its init or TestMain.
+	drv  sut.Driver
 	conn *pgx.Conn
 	tx   pgx.Tx
 	// in and out are the pipes, which a drive also asks the parent on.
@@ -58,6 +62,14 @@ func serve(in *os.File, out *os.File) error {
 	if err := json.Unmarshal(line, &a.spec); err != nil {
 		return fmt.Errorf("decode spec: %w", err)
 	}
+	drv, err := a.spec.Statements.Driver()
+	if err != nil {
+		// An unregistered Go driver: the first response says so, and the
+		// parent's Spawn returns it.
+		a.reply(w, Response{Err: err.Error()})
+		return err
+	}
+	a.drv = drv
 	// The first response says whether the connection came up.
 	if err := a.reply(w, a.connect()); err != nil {
 		return err
@@ -129,8 +141,11 @@ func (a *agent) connectWithin(limit time.Duration) Response {
 // another (PgBouncer before 1.21 keeps none across transactions). pgx would
 // run a statement prepared here by name, whatever the connection string's
 // query mode.
+//
+// A Go driver's statements are its own code's, unknown here: none is
+// prepared, and pgx's cache prepares each on its first run.
 func prepare(conn *pgx.Conn, spec Spec) error {
-	if spec.Pooled {
+	if spec.Pooled || spec.Statements.GoDriver != "" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), spec.OpTimeout)
@@ -192,7 +207,7 @@ func (a *agent) handle(req Request) Response {
 }
 
 func (a *agent) run(ctx context.Context, req Request) Response {
-	st := a.spec.Statements
+	st := a.drv
 	var q sut.Querier = a.conn
 	if a.tx != nil {
 		q = a.tx
