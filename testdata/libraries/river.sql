@@ -62,7 +62,7 @@
 --     become two statements in one transaction: a temp table holds JobGetStuck's rows with the decision
 --     computed in SQL (retryable at errorCount^4 minutes when attempt < max_attempts, else discarded with
 --     finalized_at), and JobRescueMany's unnest(@arrays) read that table. @stuck_horizon = now() - 1 hour,
---     @after_id = 0, @max = 1000 (one batch; the default batch size). River runs the two queries outside
+--     @after_id = 0, @max = 10000 (one batch; riversharedmaintenance.BatchSizeDefault). River runs the two queries outside
 --     any transaction, so a job finished between them is still rewritten; here the same window is the
 --     statement boundary inside the transaction, which the machine's split steps interleave at
 --     (docs/races.md): JobRescueMany, like River's at this commit, does not re-check state, and a job
@@ -329,7 +329,7 @@ FROM updated
 ORDER BY id;
 
 -- name: rescue
--- JobGetStuck (@after_id = 0, @stuck_horizon = now() - RescueAfter, @max = 1000),
+-- JobGetStuck (@after_id = 0, @stuck_horizon = now() - RescueAfter, @max = 10000),
 -- with makeRetryDecision's outcome computed per row.
 CREATE TEMP TABLE rescuer_stuck ON COMMIT DROP AS
 SELECT stuck.id,
@@ -347,7 +347,7 @@ FROM (
         AND id > 0::bigint
         AND attempted_at < (now() - interval '1 hour')::timestamptz
     ORDER BY id
-    LIMIT 1000
+    LIMIT 10000
 ) AS stuck;
 
 UPDATE river_job

@@ -90,7 +90,7 @@
 --     become two statements in one transaction: a temp table holds JobGetStuck's rows with the decision
 --     computed in SQL (retryable at errorCount^4 minutes when attempt < max_attempts, else discarded with
 --     finalized_at), and JobRescueMany's unnest(@arrays) read that table. @stuck_horizon = now() - 1 hour,
---     @after_id = 0, @max = 1000 (one batch; the default batch size). River runs the two queries outside
+--     @after_id = 0, @max = 10000 (one batch; riversharedmaintenance.BatchSizeDefault). River runs the two queries outside
 --     any transaction, so a job finished between them is still rewritten; here that window is narrower
 --     (only a row-lock wait inside JobRescueMany, which, like River's, does not re-check state).
 --   - States: available, retryable, scheduled -> READY (due: available with scheduled_at <= now());
@@ -375,7 +375,7 @@ WHERE NOT EXISTS (SELECT 1 FROM river_job WHERE river_job.id = @id::bigint)
 ORDER BY id;
 
 -- name: rescue
--- JobGetStuck (@after_id = 0, @stuck_horizon = now() - RescueAfter, @max = 1000),
+-- JobGetStuck (@after_id = 0, @stuck_horizon = now() - RescueAfter, @max = 10000),
 -- with makeRetryDecision's outcome computed per row.
 CREATE TEMP TABLE rescuer_stuck ON COMMIT DROP AS
 SELECT stuck.id,
@@ -393,7 +393,7 @@ FROM (
         AND id > 0::bigint
         AND attempted_at < (now() - interval '1 hour')::timestamptz
     ORDER BY id
-    LIMIT 1000
+    LIMIT 10000
 ) AS stuck;
 
 UPDATE river_job
