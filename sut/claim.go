@@ -101,13 +101,21 @@ func (s *Statements) readClaims(rows pgx.Rows) ([]ClaimResult, error) {
 		}
 		return nil, &ProtocolError{Msg: fmt.Sprintf("claim returned %d rows, more than batch=%d", len(out), batch)}
 	}
-	// At most 16 rows: a scan costs less than a map.
-	for i, r := range out {
-		for _, earlier := range out[:i] {
+	if e := repeatedEvent(out); e != "" {
+		return nil, &ProtocolError{Msg: fmt.Sprintf("claim returned event %s twice", e)}
+	}
+	return out, nil
+}
+
+// repeatedEvent is the first event a claim's rows hold twice, or "". At
+// most 16 rows: a scan costs less than a map.
+func repeatedEvent(rows []ClaimResult) string {
+	for i, r := range rows {
+		for _, earlier := range rows[:i] {
 			if earlier.Event == r.Event {
-				return nil, &ProtocolError{Msg: fmt.Sprintf("claim returned event %s twice", r.Event)}
+				return r.Event
 			}
 		}
 	}
-	return out, nil
+	return ""
 }

@@ -90,16 +90,14 @@ func (g *goDriver) checkClaims(claimed []*driver.Claimed) ([]ClaimResult, error)
 		case g.st.Token && c.Token == "":
 			return nil, &ProtocolError{Msg: fmt.Sprintf("Go driver %s: Claim returned an empty Token under FenceToken", g.name)}
 		}
-		for _, earlier := range out {
-			if earlier.Event == c.EventID {
-				return nil, &ProtocolError{Msg: fmt.Sprintf("Go driver %s: Claim returned event %s twice", g.name, c.EventID)}
-			}
-		}
 		r := ClaimResult{Found: true, ID: c.ID, Event: c.EventID, Token: c.Token}
 		if g.st.HasGen && !g.st.Token {
 			r.Gen = c.Generation
 		}
 		out = append(out, r)
+	}
+	if e := repeatedEvent(out); e != "" {
+		return nil, &ProtocolError{Msg: fmt.Sprintf("Go driver %s: Claim returned event %s twice", g.name, e)}
 	}
 	return out, nil
 }
