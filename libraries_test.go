@@ -37,12 +37,16 @@ const (
 // whose verdict is then unknown is not required). The search runs from
 // rapid seed 1, without faults, so a run is the docs' (docs/libraries.md); the pins still
 // hold for the other seeds tried (see docs/libraries.md). A change to the suite
-// that alters a verdict shows here.
+// that alters a verdict shows here: CI checks ciProfileLibraries' pins,
+// the nightly every library's (tier_test.go).
 func TestLibraryProfiles(t *testing.T) {
 	honestSearch(t)
 	setRapidFlag(t, "rapid.seed", "1")
 	for _, lib := range protocolFiles(t, libraryDir) {
 		t.Run(lib.name, func(t *testing.T) {
+			if !ciProfileLibraries[lib.name] {
+				nightlyOnly(t, "this library's profile")
+			}
 			t.Parallel()
 			always, err := pinnedProfile(lib.path, "-- profile:")
 			if err != nil {
@@ -60,7 +64,11 @@ func TestLibraryProfiles(t *testing.T) {
 // session-lease libraries, whose verdicts a transaction pooler changes:
 // docs/topologies.md) on that topology, as TestLibraryProfiles does on
 // single.
+//
+// The nightly tier's (que's alone takes five minutes of two cores); CI
+// holds que's catch behind that pooler (TestSessionLeaseNeedsItsSession).
 func TestLibraryProfilesBehindATransactionPooler(t *testing.T) {
+	nightlyOnly(t, "the profiles behind a transaction pooler")
 	honestSearch(t)
 	setRapidFlag(t, "rapid.seed", "1")
 	const prefix = "-- profile-pooler-transaction:"

@@ -52,6 +52,8 @@ func checkCatchShows(t *testing.T, kind string, m protocolFile, r measured, step
 // TestMutantsCaught.
 func TestRacesNeedWaitingSteps(t *testing.T) {
 	honestSearch(t)
+	// Each mutant must pass here: CI's pass budget, the nightly's default.
+	passBudget(t)
 	for _, name := range []string{"race_complete_subquery", "race_retry_cte", "race_renew_join", "race_rescue_subquery"} {
 		m := protocolFileNamed(t, mutantDir, name)
 		t.Run(name, func(t *testing.T) {

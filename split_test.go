@@ -53,6 +53,8 @@ var partMark = regexp.MustCompile(` \[(\d+)/(\d+)\] ->`)
 // do the six scenarios; TestMutantsCaught catches them with split steps.
 func TestSplitMutantsNeedSplitSteps(t *testing.T) {
 	honestSearch(t)
+	// Each mutant must pass here: CI's pass budget, the nightly's default.
+	passBudget(t)
 	for _, name := range []string{"split_complete_check_then_act", "split_retry_check_then_act", "split_renew_check_then_act", "split_claim_bury_read_then_write"} {
 		m := protocolFileNamed(t, mutantDir, name)
 		t.Run(name, func(t *testing.T) {
