@@ -63,7 +63,7 @@ func TestFixesHoldConcurrently(t *testing.T) {
 
 // fixesHistories is the budget per protocol: OUTBOXLAB_FIXES_HISTORIES
 // when set; else 6 histories in the nightly tier, 3 in CI's (tier_test.go;
-// the 36 files took 110 to 120 s of CI at 6), 2 with -short.
+// the 30 files took 110 to 120 s of CI at 6), 2 with -short.
 func fixesHistories(t *testing.T) int {
 	if s := os.Getenv("OUTBOXLAB_FIXES_HISTORIES"); s != "" {
 		n, err := strconv.Atoi(s)
