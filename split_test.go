@@ -65,9 +65,7 @@ func TestSplitMutantsNeedSplitSteps(t *testing.T) {
 			cfg := mutantConfig()
 			cfg.NoSplitSteps = true
 			h := harness(t, m.path, cfg)
-			if c := search.Measure(t.Name(), h, h.Check); c.Caught {
-				t.Errorf("without split steps the machine still catches %s: %v\n%s", name, c.Failure, strings.Join(c.Program, "\n"))
-			}
+			wantMissed(t, "split", name, search.Measure(t.Name(), h, h.Check))
 			if n := h.Coverage.Counts()[machine.CovSplitStep]; n != 0 {
 				t.Errorf("with split steps off the machine took %d", n)
 			}
