@@ -50,7 +50,7 @@ var tableSeeds = []uint64{1, 2, 3, 4, 5}
 // takes 3 to 24 on seeds 1 to 5, and one random seed missed it in 100).
 // -rapid.seed or RAPID_SEED still chooses another.
 func TestMutantsCaught(t *testing.T) {
-	if os.Getenv("OUTBOXLAB_WRITE_TABLE") == "1" {
+	if writingTable() {
 		writeMutantsTable(t)
 		return
 	}
@@ -254,12 +254,12 @@ func (r measured) line() string {
 	if !r.caught {
 		return fmt.Sprintf("scenarios %s; state machine passed %d checks in %v", sc, r.checks, r.total.Round(time.Millisecond))
 	}
-	if !r.shrunk {
-		return fmt.Sprintf("scenarios %s; state machine caught it after %d checks (%v), not shrunk (CI's tier), %d steps: %s\n%s",
-			sc, r.checks, r.toFind.Round(time.Millisecond), r.steps, r.rule, strings.Join(r.program, "\n"))
+	shrunk := "not shrunk (CI's tier),"
+	if r.shrunk {
+		shrunk = fmt.Sprintf("shrunk in %v to", r.total.Round(time.Millisecond))
 	}
-	return fmt.Sprintf("scenarios %s; state machine caught it after %d checks (%v), shrunk in %v to %d steps: %s\n%s",
-		sc, r.checks, r.toFind.Round(time.Millisecond), r.total.Round(time.Millisecond), r.steps, r.rule, strings.Join(r.program, "\n"))
+	return fmt.Sprintf("scenarios %s; state machine caught it after %d checks (%v), %s %d steps: %s\n%s",
+		sc, r.checks, r.toFind.Round(time.Millisecond), shrunk, r.steps, r.rule, strings.Join(r.program, "\n"))
 }
 
 // measureProtocol runs the six scenarios and the state machine (default
@@ -332,23 +332,23 @@ func measureProtocol(t *testing.T, m protocolFile, cfg machine.Config, seed *uin
 // nightly tier and when a table or the regressions are written (both keep
 // the shrunk program); in CI's, only where the test reads the shrunk
 // program: the split mutants (cheap to shrink) and the race mutants of
-// ciShrunkRaces, which hold a race's catch to its waiting step and its
+// raceSectionMutants (one per section that races; the nightly shrinks
+// all), which hold a race's catch to its waiting step and its
 // length. Any other catch is held to its rule, which shrinking keeps.
 // (Shrinking was three quarters of TestMutantsCaught's CPU time.)
 func shrinksCatch(m protocolFile) bool {
 	switch {
-	case nightly(), os.Getenv("OUTBOXLAB_WRITE_TABLE") == "1", os.Getenv("OUTBOXLAB_WRITE_REGRESSIONS") == "1":
+	case nightly(), writingTable(), writingRegressions():
 		return true
 	case isRace(m):
-		return ciShrunkRaces[m.name]
+		return slices.Contains(raceSectionMutants, m.name)
 	}
 	return isSplit(m)
 }
 
-// ciShrunkRaces are the race mutants CI shrinks, one per section that
-// races (those TestRacesNeedWaitingSteps shows need a waiting step); the
-// nightly shrinks all.
-var ciShrunkRaces = map[string]bool{"race_complete_subquery": true, "race_retry_cte": true, "race_renew_join": true, "race_rescue_subquery": true}
+// writingTable: OUTBOXLAB_WRITE_TABLE=1 measures the catalogue into
+// docs/evidence.md instead of testing it.
+func writingTable() bool { return os.Getenv("OUTBOXLAB_WRITE_TABLE") == "1" }
 
 // catalogueConfig is the budget the catalogue runs with: the default,
 // without the network and server faults. The mutants are mistakes in the

@@ -44,6 +44,11 @@ func checkCatchShows(t *testing.T, kind string, m protocolFile, r measured, step
 	}
 }
 
+// raceSectionMutants are a race mutant for each section that races:
+// TestRacesNeedWaitingSteps shows each needs a waiting step, and CI's tier
+// shrinks their catches (shrinksCatch).
+var raceSectionMutants = []string{"race_complete_subquery", "race_retry_cte", "race_renew_join", "race_rescue_subquery"}
+
 // TestRacesNeedWaitingSteps: the machine that skips every step that would
 // wait (as it did before waiting steps; `outboxlab check --waiting=false`)
 // misses a race mutant of each section, and so do the six scenarios: one
@@ -54,7 +59,7 @@ func TestRacesNeedWaitingSteps(t *testing.T) {
 	honestSearch(t)
 	// Each mutant must pass here: CI's pass budget, the nightly's default.
 	passBudget(t)
-	for _, name := range []string{"race_complete_subquery", "race_retry_cte", "race_renew_join", "race_rescue_subquery"} {
+	for _, name := range raceSectionMutants {
 		m := protocolFileNamed(t, mutantDir, name)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

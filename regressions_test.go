@@ -139,12 +139,16 @@ func readRegression(file string) (regression, error) {
 	return reg, nil
 }
 
+// writingRegressions: OUTBOXLAB_WRITE_REGRESSIONS=1 keeps every
+// counterexample a catalogue test finds in testdata/regressions.
+func writingRegressions() bool { return os.Getenv("OUTBOXLAB_WRITE_REGRESSIONS") == "1" }
+
 // keepRegression writes a counterexample to testdata/regressions when
 // OUTBOXLAB_WRITE_REGRESSIONS=1; passes lists the protocols that must
 // pass the same program.
 func keepRegression(t *testing.T, name, protocol string, passes []string, c search.Catch) {
 	t.Helper()
-	if os.Getenv("OUTBOXLAB_WRITE_REGRESSIONS") != "1" || c.Failure == nil {
+	if !writingRegressions() || c.Failure == nil {
 		return
 	}
 	var b strings.Builder
