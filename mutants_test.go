@@ -85,7 +85,11 @@ func TestMutantsCaught(t *testing.T) {
 // and the six scenarios; they count neither as caught nor as missed.
 func TestEquivalentMutantsPass(t *testing.T) {
 	honestSearch(t)
-	setRapidFlag(t, "rapid.checks", fmt.Sprint(equivalentChecks))
+	checks := fmt.Sprint(equivalentChecks)
+	if !nightly() {
+		checks = ciPassChecks
+	}
+	setRapidFlag(t, "rapid.checks", checks)
 	for _, m := range protocolFiles(t, equivalentDir) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
@@ -369,11 +373,11 @@ func catalogueConfig() machine.Config {
 // reported as blocked.)
 func mutantConfig() machine.Config { return catalogueConfig() }
 
-// equivalentChecks is the number of checks an equivalent mutant gets
-// (unless -rapid.checks or RAPID_CHECKS says otherwise): each differs
-// from leased in one token whose equivalence its comment argues; the run
-// is a sanity check of that argument, where the correct variants get the
-// full default budget.
+// equivalentChecks is the number of checks an equivalent mutant gets in
+// the nightly tier, ciPassChecks in CI's (unless -rapid.checks or
+// RAPID_CHECKS says otherwise): each differs from leased in one token
+// whose equivalence its comment argues; the run is a sanity check of that
+// argument, where the correct variants get the full default budget.
 const equivalentChecks = 30
 
 // failedScenarios runs the article's six scenarios against a protocol,

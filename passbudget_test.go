@@ -9,8 +9,8 @@ import (
 // passBudget sets the checks per protocol of a test whose protocols must
 // all pass (the correct files, the fixed libraries, the race and split
 // mutants on a machine without waiting or split steps): OUTBOXLAB_PASS_CHECKS
-// when it is set; else, in CI's tier, ciPassChecks (a third of the
-// default: every protocol's verdict is still checked on every submission);
+// when it is set; else, in CI's tier, ciPassChecks (a tenth of the
+// default: every protocol is still judged on every submission);
 // in the nightly's (OUTBOXLAB_NIGHTLY=1), the default budget. A mutant's
 // budget is never cut: it runs until caught.
 func passBudget(t *testing.T) {

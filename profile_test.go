@@ -41,6 +41,9 @@ func TestProfiles(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.protocol, func(t *testing.T) {
+			if !ciProfiles[tc.protocol] {
+				nightlyOnly(t, "the profile of "+tc.protocol)
+			}
 			t.Parallel()
 			h := harness(t, tc.protocol, catalogueConfig())
 			p := search.On(h).Profile(t.Name(), profileShrink) // verdicts, not counterexamples
