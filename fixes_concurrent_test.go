@@ -63,7 +63,8 @@ func TestFixesHoldConcurrently(t *testing.T) {
 
 // fixesHistories is the budget per protocol: OUTBOXLAB_FIXES_HISTORIES
 // when set; else 6 histories in the nightly tier, 2 in CI's (tier_test.go;
-// the 30 files took 110 to 120 s of CI at 6, 56 s at 3), 2 with -short.
+// the 30 files took 110 to 120 s of CI at 6, 56 s at 3, 46 s at 2), with
+// or without -short.
 func fixesHistories(t *testing.T) int {
 	if s := os.Getenv("OUTBOXLAB_FIXES_HISTORIES"); s != "" {
 		n, err := strconv.Atoi(s)
