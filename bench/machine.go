@@ -70,12 +70,13 @@ func StateMachine(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, 
 // RunChecks runs n checks of prop (h.Check, or a wrapper of it) from seed
 // (0: a random seed), and fails if one of them does.
 func RunChecks(h *machine.Harness, n int, seed uint64, prop func(*rapid.T)) error {
-	return withRapid(n, seed, func() error { return runChecks(h, prop) })
+	return withRapid(n, seed, func(flags map[string]string) error { return runChecks(h, prop, flags) })
 }
 
-// runChecks is one rapid.Check of prop, with the flags set by withRapid.
-func runChecks(h *machine.Harness, prop func(*rapid.T)) error {
+// runChecks is one rapid.Check of prop, under withRapid's flags.
+func runChecks(h *machine.Harness, prop func(*rapid.T), flags map[string]string) error {
 	tb := search.NewRecordingTB("outboxlab-bench")
+	tb.Flags = flags
 	if !check(tb, prop) {
 		return fmt.Errorf("state machine failed on %s: %s", h.Inst.Proto.Name, firstLine(tb.Errors()))
 	}
@@ -101,9 +102,9 @@ func FindAndShrink(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config,
 	h := machine.New(srv, inst, cfg)
 	defer h.Close()
 	var out Counterexample
-	err := withRapid(100, seed, func() error {
+	err := withRapid(100, seed, func(flags map[string]string) error {
 		start := time.Now()
-		c := search.On(h).Search("outboxlab-bench", 0)
+		c := search.Searcher{Harness: h, Flags: flags}.Search("outboxlab-bench", 0)
 		total := time.Since(start)
 		switch {
 		case !c.Caught:
@@ -135,7 +136,7 @@ func Throughput(ctx context.Context, srv *pgserver.Server, insts []*sut.Instance
 	var elapsed time.Duration
 	// One check per rapid.Check, each from a random seed: the run ends
 	// within one check of its budget.
-	err := withRapid(1, 0, func() error {
+	err := withRapid(1, 0, func(flags map[string]string) error {
 		errs := make([]error, len(hs))
 		var wg sync.WaitGroup
 		start := time.Now()
@@ -147,7 +148,7 @@ func Throughput(ctx context.Context, srv *pgserver.Server, insts []*sut.Instance
 			go func() {
 				defer wg.Done()
 				for more() {
-					if errs[i] = runChecks(h, h.Check); errs[i] != nil {
+					if errs[i] = runChecks(h, h.Check, flags); errs[i] != nil {
 						return
 					}
 					done.Add(1)

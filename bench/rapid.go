@@ -3,25 +3,17 @@ package bench
 import (
 	"flag"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/search"
 	"pgregory.net/rapid"
 )
 
-// rapid takes its budget from its command-line flags, read when a Check
-// starts and never written during one: setting them between measurements,
-// with no Check running, is safe, and so are concurrent Checks with
-// separate TBs and harnesses once they are set.
-var rapidMu sync.Mutex
-
-// withRapid runs f with rapid set to checks per Check from seed (0: a
-// random seed per Check) and no fail files (which would also replay an
-// old failure first), and restores the flags after.
-func withRapid(checks int, seed uint64, f func() error) error {
-	rapidMu.Lock()
-	defer rapidMu.Unlock()
+// withRapid runs f with the rapid flags of checks per Check from seed (0:
+// a random seed per Check) and no fail files (which would also replay an
+// old failure first). f passes them to every check it runs (check, a
+// Searcher's Flags), which holds them while it runs (search.WithRapidFlags).
+func withRapid(checks int, seed uint64, f func(flags map[string]string) error) error {
 	// rapid consults testing.Short, which panics outside `go test` until
 	// the testing flags are registered and parsed.
 	testing.Init()
@@ -31,13 +23,11 @@ func withRapid(checks int, seed uint64, f func() error) error {
 	if testing.Short() {
 		checks *= 5 // rapid runs a fifth of its budget under -short
 	}
-	set := map[string]string{
+	return f(map[string]string{
 		"rapid.checks":     strconv.Itoa(checks),
 		"rapid.seed":       strconv.FormatUint(seed, 10),
 		"rapid.nofailfile": "true",
-	}
-	defer search.SetRapidFlags(set)()
-	return f()
+	})
 }
 
 // check runs rapid.Check on prop outside `go test` and reports whether the
@@ -50,6 +40,6 @@ func check(tb *search.RecordingTB, prop func(*rapid.T)) (passed bool) {
 		}
 		passed = !tb.Failed()
 	}()
-	rapid.Check(tb, prop)
+	search.WithRapidFlags(tb.Flags, func() { rapid.Check(tb, prop) })
 	return !tb.Failed()
 }

@@ -210,7 +210,8 @@ func countedClaim(s model.State, op model.Op) model.Op {
 		return op
 	}
 	mine := func(gen int64) bool {
-		return slices.Contains(s.Claims, model.Claim{Worker: op.Worker, Event: op.Event, Gen: gen})
+		want := model.Claim{Worker: op.Worker, Event: op.Event, Gen: gen}
+		return slices.ContainsFunc(s.Claims, want.Same)
 	}
 	if mine(op.Gen) {
 		return op

@@ -168,7 +168,7 @@ func (r *run) outcome(t *rapid.T, kind model.Kind, stale bool) {
 	s := r.model()
 	var cands []model.Claim
 	for _, c := range s.Claims {
-		op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen}
+		op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID}
 		if s.IsCurrent(c) == stale || !r.running(c.Worker) || r.inTx(c.Worker) || r.busy(c.Worker) || !r.serverConnFree(c.Worker) ||
 			r.blocks(op) && r.waitsOn(op) == "" {
 			continue
@@ -182,7 +182,7 @@ func (r *run) outcome(t *rapid.T, kind model.Kind, stale bool) {
 		cands = append(cands, c)
 	}
 	c := pick(t, "claim", cands)
-	op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen}
+	op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID}
 	r.exec(op, func() model.Outcome { return r.runOutcome(op) })
 }
 

@@ -42,7 +42,7 @@ func (r *run) countCoverage(op model.Op, got model.Outcome) {
 			}
 		}
 	case model.Complete, model.Retry, model.Renew:
-		c := model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}
+		c := s.ClaimOf(op)
 		stale := !s.IsCurrent(c)
 		if s.Late(c) && got.Kind != model.Unknown {
 			cov.add(CovLateOutcomeLenient)

@@ -70,7 +70,7 @@ func (r *run) drain() {
 			continue
 		}
 		for _, g := range got.Grants() {
-			op := model.Op{Kind: model.Complete, Worker: w, Event: g.Event, Gen: g.Gen}
+			op := r.withClaim(model.Op{Kind: model.Complete, Worker: w, Event: g.Event, Gen: g.Gen})
 			if r.exec(op, func() model.Outcome { return r.runOutcome(op) }).Kind == model.Rejected {
 				rejected = true
 			}

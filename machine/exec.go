@@ -114,11 +114,11 @@ func (r *run) runOutcome(op model.Op) model.Outcome {
 // outcomeRequest is a complete's, retry's or renew's request: sent with
 // the id its claim returned.
 func (r *run) outcomeRequest(op model.Op) worker.Request {
-	id, ok := r.claimIDs[model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}]
+	c := r.claimOf(op)
+	id, ok := r.claimIDs[c.ID]
 	if !ok {
 		r.t.Fatalf("harness: %v: %s never received that claim", op, op.Worker) // the action's bug
 	}
-	c := model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}
 	return worker.Request{Op: strings.ToLower(string(op.Kind)), ID: id, Gen: op.Gen, Token: r.tokenOf(c)}
 }
 

@@ -36,9 +36,20 @@ func (r *run) networkFault(t *rapid.T, replyLost bool) {
 		t.Skip("a step waits or a split is open: no fault until it ends")
 	}
 	op := r.faultTarget(t)
-	name, class, inject := ActRequestLost, CovRequestLost, r.h.Faults.LoseRequest
+	name := ActRequestLost
 	if replyLost {
-		name, class, inject = ActReplyLost, CovReplyLost, r.h.Faults.LoseReply
+		name = ActReplyLost
+	}
+	r.faultedStep(op, name)
+}
+
+// faultedStep runs op with the network fault name (ActRequestLost,
+// ActReplyLost) on its worker's connection: the step a networkFault drew,
+// or a replayed program's step that the fault hit when it was recorded.
+func (r *run) faultedStep(op model.Op, name string) {
+	class, inject := CovRequestLost, r.h.Faults.LoseRequest
+	if name == ActReplyLost {
+		class, inject = CovReplyLost, r.h.Faults.LoseReply
 	}
 	w := op.Worker
 	if err := r.h.connected(w); err != nil {
@@ -88,7 +99,7 @@ func (r *run) faultTarget(t *rapid.T) model.Op {
 		}
 		for _, k := range []model.Kind{model.Complete, model.Retry, model.Renew} {
 			if k != model.Renew || r.h.Inst.Proto.Has(sut.Renew) {
-				add(model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen})
+				add(model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID})
 			}
 		}
 	}

@@ -18,10 +18,13 @@ type Program struct {
 }
 
 // Step is one numbered line: the op and what the protocol returned when
-// the program was recorded.
+// the program was recorded. Fault is the network fault that hit it
+// (ActRequestLost, ActReplyLost), "" for none: a replay injects it again
+// at this step.
 type Step struct {
-	Op  model.Op
-	Out model.Outcome
+	Op    model.Op
+	Out   model.Outcome
+	Fault string
 }
 
 const drainMarker = "-- drain --"
@@ -77,10 +80,11 @@ func ParseProgram(lines []string) (Program, error) {
 				continue
 			}
 			text := strings.TrimSpace(line[4:])
+			fault := ""
 			if j := strings.Index(text, "   //"); j >= 0 {
-				comment := text[j:]
-				if strings.Contains(comment, ActRequestLost) || strings.Contains(comment, ActReplyLost) {
-					return p, fmt.Errorf("line %d: a network fault's step cannot be replayed", i+1)
+				var err error
+				if fault, err = stepFault(text[j:]); err != nil {
+					return p, fmt.Errorf("line %d: %w", i+1, err)
 				}
 				text = text[:j]
 			}
@@ -88,7 +92,7 @@ func ParseProgram(lines []string) (Program, error) {
 			if err != nil {
 				return p, fmt.Errorf("line %d: %w", i+1, err)
 			}
-			p.Steps = append(p.Steps, Step{Op: op, Out: out})
+			p.Steps = append(p.Steps, Step{Op: op, Out: out, Fault: fault})
 		default:
 			return p, fmt.Errorf("line %d: not a program line: %q", i+1, line)
 		}
@@ -97,6 +101,21 @@ func ParseProgram(lines []string) (Program, error) {
 		return p, fmt.Errorf("no setup line")
 	}
 	return p, nil
+}
+
+// stepFault is the network fault a step's comment names ("   // reply_lost,
+// ambiguous: ..."), "" for none. A commit stuck behind a stalled standby
+// is not a fault of one step: it cannot be replayed.
+func stepFault(comment string) (string, error) {
+	note := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(comment), "//"))
+	name, _, _ := strings.Cut(note, ",")
+	switch name {
+	case ActRequestLost, ActReplyLost:
+		return name, nil
+	case ActStuckCommit:
+		return "", fmt.Errorf("a commit stuck behind a stalled standby cannot be replayed")
+	}
+	return "", nil
 }
 
 const violationPrefix = "^ violation: "

@@ -1,8 +1,6 @@
 package machine
 
 import (
-	"slices"
-
 	"github.com/outboxlab/outboxlab/model"
 )
 
@@ -26,7 +24,7 @@ func (r *run) rebound(op model.Op) model.Op {
 		return op
 	}
 	claims := r.model().Claims
-	if slices.Contains(claims, model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}) {
+	if r.claimOf(op).ID > 0 {
 		return op
 	}
 	latest := int64(-1)

@@ -43,7 +43,7 @@ func (r *run) reissuedOutcomes() []model.Op {
 			continue
 		}
 		for _, k := range []model.Kind{model.Complete, model.Retry, model.Renew} {
-			op := model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen}
+			op := model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID}
 			if (k != model.Renew || r.h.Inst.Proto.Has(sut.Renew)) && !r.blocks(op) {
 				cands = append(cands, op)
 			}

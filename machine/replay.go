@@ -74,6 +74,14 @@ func (h *Harness) replay(p Program, mode replayMode) (*Violation, error) {
 				harnessErr = fmt.Errorf("replay %v: %w", op, err)
 				return
 			}
+			if s.Fault != "" {
+				if r.h.Faults == nil {
+					harnessErr = fmt.Errorf("replay %v: the step's %s needs a harness with network faults", op, s.Fault)
+					return
+				}
+				r.faultedStep(r.withClaim(op), s.Fault)
+				continue
+			}
 			r.runOp(op)
 		}
 		r.drain()
@@ -87,7 +95,7 @@ func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
 	h.program = nil
 	h.failure = nil
 	h.mu.Unlock()
-	r := &run{h: h, t: t, ids: map[string]string{}, claimIDs: map[model.Claim]string{}, rescued: map[string]bool{}, dead: map[string]bool{}, workers: workers}
+	r := &run{h: h, t: t, ids: map[string]string{}, claimIDs: map[int]string{}, received: map[[2]string]receivedClaim{}, rescued: map[string]bool{}, dead: map[string]bool{}, workers: workers}
 	if err := h.preparePool(r.workers); err != nil {
 		t.Fatalf("harness: %v", err)
 	}
@@ -120,6 +128,7 @@ func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
 // runOp runs one op the way its action would have: a replayed step, or
 // the race action's waiting step (an outcome or a rescue).
 func (r *run) runOp(op model.Op) {
+	op = r.withClaim(op)
 	w := op.Worker
 	switch op.Kind {
 	case model.Enqueue:
@@ -200,7 +209,7 @@ func (r *run) canReplay(op model.Op) error {
 		if op.Kind == model.Renew && !r.h.Inst.Proto.Has("renew") {
 			return fmt.Errorf("the protocol has no renew section")
 		}
-		if !slices.Contains(s.Claims, model.Claim{Worker: w, Event: op.Event, Gen: op.Gen}) {
+		if s.ClaimOf(op).ID == 0 {
 			return fmt.Errorf("%s never received that claim", w)
 		}
 		if !r.running(w) || r.inTx(w) || r.busy(w) || !r.serverConnFree(w) || r.blocks(op) && r.waitsOn(op) == "" {

@@ -21,17 +21,23 @@ type run struct {
 	states []model.State
 	rows   []sut.StateRow
 	ids    map[string]string // event -> its row's id in the state query (the fixtures' @id)
-	// claimIDs is the id each claim returned: what its worker passes as
-	// @id to that claim's complete, retry and renew, as a relay would (it
-	// may be a per-claim handle rather than the row's id).
-	claimIDs map[model.Claim]string
+	// claimIDs is the id each claim returned, by the claim's model.Claim.ID:
+	// what its worker passes as @id to that claim's complete, retry and
+	// renew, as a relay would (it may be a per-claim handle rather than
+	// the row's id).
+	claimIDs map[int]string
 	// claimedIDs are the ids the last claim step returned, by event.
 	claimedIDs map[string]string
-	rescued    map[string]bool // events a rescue returned to READY, not claimed since
-	workers    []string
-	dead       map[string]bool
-	nextEvent  int
-	draining   bool
+	// received is what each worker's latest claim of an event returned
+	// (its id and token), by worker and event, until the model records
+	// the claim (bookClaims): at once for a claim, at the commit for a
+	// claim inside a transaction.
+	received  map[[2]string]receivedClaim
+	rescued   map[string]bool // events a rescue returned to READY, not claimed since
+	workers   []string
+	dead      map[string]bool
+	nextEvent int
+	draining  bool
 	// faultPending is set while a network fault is armed, when a timeout
 	// is the fault's doing and not a blocked statement.
 	faultPending bool
@@ -58,6 +64,22 @@ type run struct {
 }
 
 func (r *run) model() model.State { return r.states[0] }
+
+// claimOf is the claim an outcome op is for (model.State.ClaimOf): every
+// possible state agrees on a claim's ID, whatever count each gives it.
+func (r *run) claimOf(op model.Op) model.Claim { return r.model().ClaimOf(op) }
+
+// withClaim is op with the ID of the claim it is for, as a program read
+// from text names it only by worker, event and generation.
+func (r *run) withClaim(op model.Op) model.Op {
+	switch op.Kind {
+	case model.Complete, model.Retry, model.Renew:
+		if op.Claim == 0 {
+			op.Claim = r.claimOf(op).ID
+		}
+	}
+	return op
+}
 
 // hasGen reports whether the model predicts the generation: a counter, not
 // a token (tokens.go).
@@ -135,16 +157,12 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 		}
 	}
 	if got.Kind == model.Claimed {
-		// Without a generation (or with a token), the possible states may
-		// count a row's claims differently (after a rewind, or an
-		// ambiguous claim): the claim is each state's, under its count.
 		for _, out := range matched {
 			r.checkTokens(op, out)
-			for _, g := range out.Grants() {
-				r.claimIDs[model.Claim{Worker: op.Worker, Event: g.Event, Gen: g.Gen}] = r.claimedIDs[g.Event]
-			}
 		}
+		r.receive(op.Worker, got)
 	}
+	r.bookClaims(next)
 	r.traceOutcome(got, allowed)
 	line := prefix + model.FormatStep(op, got)
 	if len(next) == 0 {
@@ -157,7 +175,7 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 		}
 		r.checkDead(op)
 		err := model.Explain(r.model(), op, got, allowed)
-		detail := fmt.Sprintf("%v", err) + r.idNote(op)
+		detail := r.orderDetail(op, got, fmt.Sprintf("%v", err)) + r.idNote(op)
 		r.fail(ruleOf(detail), detail)
 	}
 	if got.Kind == model.Unknown {
@@ -181,7 +199,7 @@ func (r *run) idNote(op model.Op) string {
 	default:
 		return ""
 	}
-	sent := r.claimIDs[model.Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}]
+	sent := r.claimIDs[r.claimOf(op).ID]
 	if row := r.ids[op.Event]; sent != row {
 		return fmt.Sprintf(" (it was sent id %s, the id its claim returned; the state query shows %s as id %s)", sent, op.Event, row)
 	}
@@ -232,6 +250,7 @@ func (r *run) readState(after model.Op) []sut.StateRow {
 		r.t.Fatalf("harness: read state: %v", err)
 	}
 	r.traceRead(rows)
+	r.checkStateOrder(rows)
 	return rows
 }
 
@@ -346,17 +365,94 @@ func ruleOf(msg string) string {
 }
 
 func diff(want, got []model.RowView) string {
-	if len(want) != len(got) {
-		return fmt.Sprintf("%d rows, model has %d", len(got), len(want))
+	find := func(views []model.RowView, e string) (model.RowView, bool) {
+		i := slices.IndexFunc(views, func(v model.RowView) bool { return v.Event == e })
+		if i < 0 {
+			return model.RowView{}, false
+		}
+		return views[i], true
 	}
-	for i := range want {
-		w, g := want[i], got[i]
-		if w.Event != g.Event || w.Status != g.Status || (w.HasGen && w.Gen != g.Gen) || w.LeaseHeld != g.LeaseHeld ||
-			(w.Status == model.InProgress && w.LeaseExpired != g.LeaseExpired) || (w.Status == model.Ready && w.Due != g.Due) {
-			return fmt.Sprintf("%s is %s, model has %s", g.Event, rowText(g), rowText(w))
+	for _, w := range want {
+		g, ok := find(got, w.Event)
+		if !ok {
+			return fmt.Sprintf("%s is missing, model has %s", w.Event, rowText(w))
+		}
+		if d := fieldDiff(w, g); d != "" {
+			return d
+		}
+	}
+	for _, g := range got {
+		if _, ok := find(want, g.Event); !ok {
+			return fmt.Sprintf("%s is %s, model has no such row", g.Event, rowText(g))
 		}
 	}
 	return "rows agree with one model state but not with the step's outcome"
+}
+
+// fieldDiff names the first field in which the persisted row g differs
+// from the model's w, "" when none does.
+func fieldDiff(w, g model.RowView) string {
+	switch {
+	case w.Status != g.Status:
+		return fmt.Sprintf("%s's status is %s, model has %s (%s)", g.Event, g.Status, w.Status, rowText(w))
+	case w.HasGen && w.Gen != g.Gen:
+		return fmt.Sprintf("%s's generation is %d, model has %d", g.Event, g.Gen, w.Gen)
+	case w.LeaseHeld != g.LeaseHeld:
+		return fmt.Sprintf("%s's lease_expired is %s, model has %s", g.Event, nullness(g.LeaseHeld), nullness(w.LeaseHeld))
+	case w.Status == model.InProgress && w.LeaseExpired != g.LeaseExpired:
+		return fmt.Sprintf("%s's lease is %s, model has it %s", g.Event, liveness(g.LeaseExpired), liveness(w.LeaseExpired))
+	case w.Status == model.Ready && w.Due != g.Due:
+		return fmt.Sprintf("%s is %s, model has it %s", g.Event, dueness(g.Due), dueness(w.Due))
+	}
+	return ""
+}
+
+func nullness(held bool) string {
+	if held {
+		return "not NULL"
+	}
+	return "NULL"
+}
+
+func liveness(expired bool) string {
+	if expired {
+		return "expired"
+	}
+	return "live"
+}
+
+func dueness(due bool) string {
+	if due {
+		return "due"
+	}
+	return "waiting (not due)"
+}
+
+// checkStateOrder holds the state section to the format's promise that it
+// returns rows in enqueue order: a read that does not is the file's error,
+// named as such, before any comparison with the model could blame the
+// protocol for it.
+func (r *run) checkStateOrder(rows []sut.StateRow) {
+	order := map[string]int{}
+	for i, row := range r.model().Rows {
+		order[row.Event] = i
+	}
+	last, lastEvent := -1, ""
+	for _, row := range rows {
+		i, ok := order[row.Event]
+		if !ok {
+			continue
+		}
+		if i < last {
+			where := r.h.Inst.Proto.File
+			if sec := r.h.Inst.Proto.Sections[sut.State]; sec != nil && sec.Line > 0 {
+				where = fmt.Sprintf("%s:%d", where, sec.Line)
+			}
+			r.fail("state section out of enqueue order", fmt.Sprintf("%s: the state section returned %s before %s, which was enqueued first: "+
+				"a state query returns its rows in enqueue order (ORDER BY the id column): the file's error, not the protocol's", where, lastEvent, row.Event))
+		}
+		last, lastEvent = i, row.Event
+	}
 }
 
 func rowText(v model.RowView) string {

@@ -118,7 +118,7 @@ func (r *run) canSplit(op model.Op) error {
 		return r.canSplitRescue()
 	case op.Kind == model.ClaimOp:
 		return r.canSplitClaim(w)
-	case !slices.Contains(r.model().Claims, model.Claim{Worker: w, Event: op.Event, Gen: op.Gen}):
+	case r.claimOf(op.Whole()).ID == 0:
 		return fmt.Errorf("%s never received that claim", w)
 	case !r.running(w) || r.inTx(w) || r.busy(w) || r.blocks(op) || r.h.pool.Stale(w) || !r.serverConnFree(w):
 		// (A connection a restart broke while w was paused answers the

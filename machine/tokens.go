@@ -20,14 +20,14 @@ func (r *run) fenceToken() bool { return r.h.Inst.Statements.Token }
 // tokenBook keeps the tokens: each claim's, by the claim's model identity,
 // and every one a read has shown.
 type tokenBook struct {
-	byClaim map[model.Claim]string
+	byClaim map[int]string             // by model.Claim.ID (claims.go)
 	claimed map[string]string          // the last claim step's tokens, by event
 	seen    map[string]map[string]bool // every token a read showed, by event
 }
 
 func (b *tokenBook) init() {
 	if b.byClaim == nil {
-		b.byClaim, b.claimed, b.seen = map[model.Claim]string{}, map[string]string{}, map[string]map[string]bool{}
+		b.byClaim, b.claimed, b.seen = map[int]string{}, map[string]string{}, map[string]map[string]bool{}
 	}
 }
 
@@ -53,7 +53,6 @@ func (r *run) checkTokens(op model.Op, got model.Outcome) {
 			r.fail("token reissued", fmt.Sprintf("%s: %s was handed token %s again (fence=token: a claim's token must be new to its row, "+
 				"a claim a rewind lost included)", model.FormatStep(op, got), g.Event, tok))
 		}
-		r.tokens.byClaim[model.Claim{Worker: op.Worker, Event: g.Event, Gen: g.Gen}] = tok
 	}
 }
 
@@ -79,5 +78,5 @@ func (r *run) tokenOf(c model.Claim) string {
 	if !r.fenceToken() {
 		return ""
 	}
-	return r.tokens.byClaim[c]
+	return r.tokens.byClaim[c.ID]
 }

@@ -45,10 +45,15 @@ func (s State) Ambiguous(op Op) []State {
 	return Dedup(append([]State{s.clone()}, nextStates(s.Step(op))...))
 }
 
-// unrecorded forgets the claims recorded after the first n: next is
-// already a copy of its own.
+// unrecorded forgets the claims recorded after the first n: the rows they
+// took are owned by no worker's claim. next is already a copy of its own.
 func unrecorded(next State, n int) State {
 	next.Claims = next.Claims[:n:n]
+	for i := range next.Rows {
+		if next.Rows[i].Owner > n {
+			next.Rows[i].Owner = 0
+		}
+	}
 	return next
 }
 

@@ -89,7 +89,7 @@ func TestAmbiguousClaimResolvedByMatch(t *testing.T) {
 		t.Fatalf("Match left %q, want the one state where e2 was taken by nobody who knows", keys(left))
 	}
 	next := playFrom(t, left[0], "w2.Claim() -> claimed e1 gen=1", "w3.Claim() -> empty", "Expire(e2) -> ok", "w3.Claim() -> claimed e2 gen=2")
-	if want := []Claim{{"w2", "e1", 1}, {"w3", "e2", 2}}; !slices.Equal(next.Claims, want) {
+	if want := []Claim{{"w2", "e1", 1, 1}, {"w3", "e2", 2, 2}}; !slices.Equal(next.Claims, want) {
 		t.Fatalf("claims %v, want %v", next.Claims, want)
 	}
 }

@@ -203,9 +203,17 @@ func (s State) claimRows(worker string, inTx bool, rows, dead []int, short bool)
 		bury(&next.Rows[i])
 	}
 	for _, g := range grants {
-		next.Claims = append(next.Claims, Claim{Worker: worker, Event: g.Event, Gen: g.Gen})
+		next.record(worker, g)
 	}
 	return Transition{Out: out, Next: next}
+}
+
+// record notes that worker received the claim g of a row just taken: the
+// claim gets the next ID and owns the row. next is already a copy.
+func (next *State) record(worker string, g Grant) {
+	c := Claim{Worker: worker, Event: g.Event, Gen: g.Gen, ID: len(next.Claims) + 1}
+	next.Claims = append(next.Claims, c)
+	next.Rows[next.row(g.Event)].Owner = c.ID
 }
 
 // take is the claim statement's write: the row is owned, under a new
@@ -213,6 +221,7 @@ func (s State) claimRows(worker string, inTx bool, rows, dead []int, short bool)
 func take(r *Row) {
 	r.Status = InProgress
 	r.Gen++
+	r.Owner = 0 // no worker has received it yet (record)
 	r.LeaseLive = true
 	r.Aged, r.Renewed = false, false
 	r.Due = false
@@ -243,7 +252,7 @@ func (s State) commit(worker string) State {
 	for _, g := range p.grants() {
 		take(&next.Rows[next.row(g.Event)])
 		next.holds(worker, []int{next.row(g.Event)})
-		next.Claims = append(next.Claims, Claim{Worker: worker, Event: g.Event, Gen: g.Gen})
+		next.record(worker, g)
 	}
 	for _, e := range p.Bury {
 		bury(&next.Rows[next.row(e)])

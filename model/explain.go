@@ -123,44 +123,61 @@ func explainGrant(s State, g Grant) string {
 }
 
 // explainOrder names the first row a fifo claim took out of order: the
-// earliest eligible row it skipped is claimable first. With a rescue
-// section the claim may skip every expired lease, so the order is judged
-// among the rows it considered.
+// earliest eligible row it skipped is claimable first.
 func explainOrder(s State, grants []Grant) string {
-	eligible := s.events(s.eligibleRows(true))
-	if s.Policy.Rescue && !slices.ContainsFunc(grants, func(g Grant) bool { return s.Rows[s.row(g.Event)].Status == InProgress }) {
-		eligible = s.events(s.eligibleRows(false))
-	}
-	took := map[string]bool{}
-	for _, g := range grants {
-		took[g.Event] = true
-	}
-	first := ""
-	for _, e := range eligible {
-		if !took[e] {
-			first = e
-			break
-		}
-	}
-	if first == "" {
-		return ""
-	}
-	last := ""
-	for _, g := range grants {
-		if s.row(g.Event) > s.row(first) {
-			last = g.Event
-			break
-		}
-	}
+	last, first := orderSlip(s, grants)
 	if last == "" {
 		return ""
 	}
 	if s.Rows[s.row(first)].Status == InProgress {
 		// Its own rule: a claim that never takes expired leases (a
-		// stranded row) shows here as often as an ordering slip.
+		// stranded row) shows here as often as an ordering slip; the
+		// machine tells them apart where it can (OrderSlip).
 		return fmt.Sprintf("claim took %s out of order: %s, an expired lease, is claimable first (a claim that skips expired leases strands rows)", last, first)
 	}
 	return fmt.Sprintf("claim took %s out of order: %s is claimable first", last, first)
+}
+
+// OrderSlip is the fifo slip of a claim that returned got in s: the row it
+// took out of order, and the earlier eligible row it passed over; "" and
+// "" when the claim kept the order. What the model cannot tell is why the
+// row was passed over: a claim that skips it (an expired lease it never
+// takes), or an order that puts the taken row first (a tie on what the
+// claim orders by); the machine asks the server (machine/orderprobe.go).
+func OrderSlip(s State, got Outcome) (took, passed string) {
+	if s.Policy.Order != FIFO || got.Kind != Claimed {
+		return "", ""
+	}
+	return orderSlip(s, got.Grants())
+}
+
+// orderSlip is OrderSlip for a claim's grants. With a rescue section the
+// claim may skip every expired lease, so the order is judged among the
+// rows it considered.
+func orderSlip(s State, grants []Grant) (took, passed string) {
+	eligible := s.events(s.eligibleRows(true))
+	if s.Policy.Rescue && !slices.ContainsFunc(grants, func(g Grant) bool { return s.Rows[s.row(g.Event)].Status == InProgress }) {
+		eligible = s.events(s.eligibleRows(false))
+	}
+	taken := map[string]bool{}
+	for _, g := range grants {
+		taken[g.Event] = true
+	}
+	for _, e := range eligible {
+		if !taken[e] {
+			passed = e
+			break
+		}
+	}
+	if passed == "" {
+		return "", ""
+	}
+	for _, g := range grants {
+		if s.row(g.Event) > s.row(passed) {
+			return g.Event, passed
+		}
+	}
+	return "", ""
 }
 
 // explainUpdate names what complete, retry or renew must not do; "" when
@@ -177,11 +194,12 @@ func explainUpdate(s State, op Op, got Outcome) string {
 		if r.Status == Sent || r.Status == Dead {
 			return fmt.Sprintf("%s applied to a %s row", name, r.Status)
 		}
-		if c := (Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}); s.lost(c) && r.Gen == op.Gen {
+		c := s.ClaimOf(op)
+		if s.lost(c) && r.Gen == c.Gen {
 			return fmt.Sprintf("stale owner's %s applied on a reissued generation (%s's claim of %s at gen %d was lost in a rewind; gen %d of %s is another claim's now)",
-				name, op.Worker, op.Event, op.Gen, op.Gen, op.Event)
+				name, op.Worker, op.Event, c.Gen, c.Gen, op.Event)
 		}
-		why := staleness(r, op.Gen)
+		why := s.staleness(r, c)
 		if s.Policy.SessionLease && why == "its lease expired" {
 			why += " with the session that held it"
 		}
@@ -192,13 +210,15 @@ func explainUpdate(s State, op Op, got Outcome) string {
 	return ""
 }
 
-// staleness says why gen is not r's current live claim.
-func staleness(r Row, gen int64) string {
+// staleness says why c is not r's current live claim.
+func (s State) staleness(r Row, c Claim) string {
 	switch {
 	case r.Status != InProgress:
 		return fmt.Sprintf("%s is %s", r.Event, r.Status)
-	case r.Gen != gen:
+	case r.Gen != c.Gen:
 		return fmt.Sprintf("%s is at gen %d", r.Event, r.Gen)
+	case !s.owns(c, r):
+		return fmt.Sprintf("gen %d of %s is another claim's", r.Gen, r.Event)
 	default:
 		return "its lease expired"
 	}

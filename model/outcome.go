@@ -11,7 +11,7 @@ import "slices"
 // later claim, no rescue) may also see it apply or be rejected: both are
 // allowed. With done=delete, an applied complete may also delete the row.
 func (s State) update(op Op) []Transition {
-	c := Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}
+	c := s.ClaimOf(op)
 	optional := s.Late(c) || s.relaxedStale(c)
 	if !s.IsCurrent(c) && !optional {
 		return one(Rejected, s.clone())
@@ -157,7 +157,7 @@ func (s State) relaxedStale(c Claim) bool {
 			return s.Policy.relaxed(Terminal)
 		}
 		return s.Policy.relaxed(Fencing)
-	case r.Status == InProgress && r.Gen == c.Gen:
+	case r.Status == InProgress && s.owns(c, r):
 		// Still the claim's own row, its lease run out: strict_expiry's
 		// to allow (Late), not fencing's.
 		return false
@@ -179,5 +179,5 @@ func (s State) Late(c Claim) bool {
 		return false
 	}
 	r := s.Rows[i]
-	return r.Status == InProgress && r.Gen == c.Gen && !r.LeaseLive && !s.lost(c)
+	return r.Status == InProgress && s.owns(c, r) && !r.LeaseLive
 }

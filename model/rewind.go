@@ -39,26 +39,11 @@ func (s State) RewoundTo(past State) State {
 	return next
 }
 
-// lost reports whether c is a claim some rewind took away: every time its
-// worker received it (a worker may be handed the same event and
-// generation again after a rewind) was lost.
+// lost reports whether c is a claim some rewind took away. A later claim
+// of the same row may carry the same generation (a counter reissued after
+// the rewind): it is another claim, with its own ID.
 func (s State) lost(c Claim) bool {
-	n := 0
-	for _, l := range s.Lost {
-		if l == c {
-			n++
-		}
-	}
-	if n == 0 {
-		return false
-	}
-	received := 0
-	for _, x := range s.Claims {
-		if x == c {
-			received++
-		}
-	}
-	return received <= n
+	return c.ID > 0 && slices.ContainsFunc(s.Lost, func(l Claim) bool { return l.ID == c.ID })
 }
 
 // Rewinds reports whether op's kind may lose acknowledged commits.

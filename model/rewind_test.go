@@ -54,7 +54,7 @@ func TestRewindForgetsWhatNoProtocolCanKeep(t *testing.T) {
 	// With max_attempts=1 the lost claim was the only attempt: it is not
 	// counted, so e1 is claimable once more.
 	s = playFrom(t, s, "w2.Claim() -> claimed e1 gen=1")
-	if len(s.Lost) != 1 || s.Lost[0] != (Claim{"w1", "e1", 1}) {
+	if len(s.Lost) != 1 || s.Lost[0] != (Claim{"w1", "e1", 1, 1}) {
 		t.Fatalf("lost claims: %v", s.Lost)
 	}
 	if err := s.Precondition(mustOp(t, "Enqueue(e2)")); err != nil {

@@ -150,7 +150,42 @@ func (s State) IsCurrent(c Claim) bool {
 		return false
 	}
 	r := s.Rows[i]
-	return r.Status == InProgress && r.Gen == c.Gen && r.LeaseLive && !s.lost(c)
+	return r.Status == InProgress && s.owns(c, r) && r.LeaseLive
+}
+
+// owns reports whether c is the claim that holds r's current generation.
+func (s State) owns(c Claim, r Row) bool {
+	return c.ID > 0 && r.Owner == c.ID && c.Event == r.Event
+}
+
+// lastClaimOf is the ID of the latest claim received of r's event at its
+// generation, 0 when there is none.
+func (s State) lastClaimOf(r Row) int {
+	for i := len(s.Claims) - 1; i >= 0; i-- {
+		if c := s.Claims[i]; c.Event == r.Event && c.Gen == r.Gen {
+			return c.ID
+		}
+	}
+	return 0
+}
+
+// ClaimOf is the claim op (a complete, retry or renew) is for: the one its
+// Claim names, or without one the latest claim op's worker received of
+// its event at its generation. A claim the worker never received has ID 0,
+// and owns no row.
+func (s State) ClaimOf(op Op) Claim {
+	if op.Claim > 0 && op.Claim <= len(s.Claims) {
+		if c := s.Claims[op.Claim-1]; c.Worker == op.Worker && c.Event == op.Event {
+			return c
+		}
+	}
+	want := Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}
+	for i := len(s.Claims) - 1; i >= 0; i-- {
+		if s.Claims[i].Same(want) {
+			return s.Claims[i]
+		}
+	}
+	return want
 }
 
 // View is the committed state as the protocol's state query would return
@@ -187,6 +222,12 @@ func (s State) Key() string {
 			b.WriteString(" ")
 		}
 		fmt.Fprintf(&b, "%s:%s/%d", r.Event, r.Status, r.Gen)
+		if r.Status == InProgress && r.Owner != s.lastClaimOf(r) {
+			// Usually the row's latest claim at its generation owns it;
+			// otherwise (a claim nobody received, a rewind's reissue)
+			// the owner tells two states apart.
+			fmt.Fprintf(&b, "/owner=%d", r.Owner)
+		}
 		if r.Status == InProgress && r.LeaseLive {
 			b.WriteString("/live")
 			if r.Aged {

@@ -97,14 +97,14 @@ func TestStep(t *testing.T) {
 
 func TestStepRecordsClaims(t *testing.T) {
 	s := play(t, FIFO, "Enqueue(e1) -> ok", "Enqueue(e2) -> ok", "w1.Claim() -> claimed e1 gen=1", "w2.Begin() -> claimed e2 gen=1")
-	if want := []Claim{{"w1", "e1", 1}}; !slices.Equal(s.Claims, want) {
+	if want := []Claim{{"w1", "e1", 1, 1}}; !slices.Equal(s.Claims, want) {
 		t.Fatalf("claims after begin %v, want %v", s.Claims, want)
 	}
 	if want := []PendingClaim{{Worker: "w2", Event: "e2", Gen: 1}}; !slices.EqualFunc(s.Pending, want, func(a, b PendingClaim) bool { return a.Worker == b.Worker && a.Event == b.Event && a.Gen == b.Gen }) {
 		t.Fatalf("pending %v, want %v", s.Pending, want)
 	}
 	s = playFrom(t, s, "w2.Commit() -> ok")
-	if want := []Claim{{"w1", "e1", 1}, {"w2", "e2", 1}}; !slices.Equal(s.Claims, want) {
+	if want := []Claim{{"w1", "e1", 1, 1}, {"w2", "e2", 1, 2}}; !slices.Equal(s.Claims, want) {
 		t.Fatalf("claims after commit %v, want %v", s.Claims, want)
 	}
 	if len(s.Pending) != 0 || s.Rows[1].LockedBy != "" {
@@ -199,14 +199,17 @@ func TestEligibleAndIsCurrent(t *testing.T) {
 		c    Claim
 		want bool
 	}{
-		{Claim{"w1", "e1", 1}, true},
-		{Claim{"w1", "e1", 2}, false},
-		{Claim{"w2", "e2", 1}, false}, // expired
-		{Claim{"w3", "e2", 2}, false}, // not committed
-		{Claim{"w1", "e3", 0}, false},
-		{Claim{"w1", "e9", 1}, false},
+		{Claim{"w1", "e1", 1, 0}, true},
+		{Claim{"w1", "e1", 2, 0}, false},
+		{Claim{"w2", "e2", 1, 0}, false}, // expired
+		{Claim{"w3", "e2", 2, 0}, false}, // not committed
+		{Claim{"w1", "e3", 0, 0}, false},
+		{Claim{"w1", "e9", 1, 0}, false},
 	} {
-		if got := s.IsCurrent(tc.c); got != tc.want {
+		// A claim as a worker knows it: the latest it received of the row
+		// at that generation (ClaimOf), or none.
+		c := s.ClaimOf(Op{Kind: Complete, Worker: tc.c.Worker, Event: tc.c.Event, Gen: tc.c.Gen})
+		if got := s.IsCurrent(c); got != tc.want {
 			t.Errorf("IsCurrent(%v) = %v, want %v", tc.c, got, tc.want)
 		}
 	}

@@ -95,6 +95,12 @@ type Row struct {
 	Event     string // logical event id, e.g. "e1"; rows are kept in enqueue order
 	Status    Status
 	Gen       int64 // claims committed on this row so far (the fencing token)
+	// Owner is the ID of the received claim (State.Claims) that holds the
+	// row's current generation, 0 when no worker received it (a claim
+	// whose reply was lost). Under fence=token two claims never share a
+	// generation, and after a rewind a counter's value may be reissued:
+	// the claim, not the count, is who owns the row.
+	Owner int
 	LeaseLive bool  // meaningful only when Status == InProgress
 	// Aged is set once Age has moved a live lease's deadline back by 60%
 	// of the declared lease: at most 40% of it is left, and the next Age
@@ -139,10 +145,23 @@ type Grant struct {
 }
 
 // Claim is what a worker received from a claim: the row and its generation.
+// ID is the claim's own identity: its place in State.Claims, counted from 1,
+// which every state a machine keeps for one history agrees on (claims are
+// recorded only when a worker received them, which every possible state
+// saw alike). Two claims may share a worker, an event and a generation (a
+// rewind reissues a count; a protocol without a generation is counted by
+// the model, differently in different possible states): never an ID.
 type Claim struct {
 	Worker string
 	Event  string
 	Gen    int64
+	ID     int
+}
+
+// Same reports whether c and d are the same claim as a worker knows it
+// (worker, event, generation), whatever their IDs.
+func (c Claim) Same(d Claim) bool {
+	return c.Worker == d.Worker && c.Event == d.Event && c.Gen == d.Gen
 }
 
 // Kind names an operation.
@@ -184,6 +203,10 @@ type Op struct {
 	Worker string
 	Event  string
 	Gen    int64
+	// Claim is the ID of the claim a complete, retry or renew is for
+	// (Claim.ID). 0, as in a program read from text, means the latest
+	// claim the worker received of Event at Gen (State.ClaimOf).
+	Claim int
 	// Part is set on the two halves of a complete, retry or renew split at
 	// a statement boundary (split.go); zero for a whole step.
 	Part Part

@@ -11,6 +11,10 @@ type Searcher struct {
 	// Seeds, when set, are the seeds of the checks to run, one rapid.Check
 	// each (a shard: see Shard); nil runs rapid's budget from its seed.
 	Seeds []uint64
+	// Flags are the rapid flags the search runs under (its budget: checks,
+	// seed, steps), over the command line's and the test's; each search
+	// holds its own (WithRapidFlags).
+	Flags map[string]string
 }
 
 // On is the searcher of h.

@@ -25,9 +25,17 @@ type Catch struct {
 func (c Catch) Steps() int { return CountSteps(c.Program) }
 
 // Measure runs rapid.Check of check (h.Check, or an IsolatedCheck of h)
-// with a recording TB named name and measures it.
+// with a recording TB named name and measures it, under rapid's flags as
+// the command line and the test set them.
 func Measure(name string, h *machine.Harness, check func(*rapid.T)) Catch {
+	return MeasureWith(name, h, check, nil)
+}
+
+// MeasureWith is Measure under the rapid flags flags sets over those
+// (WithRapidFlags).
+func MeasureWith(name string, h *machine.Harness, check func(*rapid.T), flags map[string]string) Catch {
 	tb := NewRecordingTB(name)
+	tb.Flags = flags
 	checksBefore, _, _ := h.Stats()
 	start := time.Now()
 	var c Catch
@@ -74,6 +82,6 @@ func (tb *RecordingTB) RunProperty(prop func(*rapid.T)) (passed bool) {
 		}
 		passed = !tb.Failed()
 	}()
-	rapid.Check(tb, prop)
+	WithRapidFlags(tb.Flags, func() { rapid.Check(tb, prop) })
 	return !tb.Failed()
 }

@@ -23,7 +23,6 @@ import (
 // rapid's flags must be usable: under go test, or after testing.Init and
 // flag parsing. It restores the flags it changes.
 func (h Searcher) Search(name string, shrink time.Duration) Catch {
-	defer SetRapidFlags(map[string]string{"rapid.shrinktime": "0s"})()
 	c := h.measure(name)
 	if !c.Caught || c.Failure == nil {
 		return c
@@ -45,9 +44,8 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	if shrink == 0 {
 		shrink = h.defaultShrink()
 	}
-	defer SetRapidFlags(map[string]string{"rapid.shrinktime": shrink.String(), "rapid.checks": OneCheck(),
-		"rapid.seed": strconv.FormatUint(c.FailingSeed(0), 10)})()
-	shrunk := Measure(name, h.Harness, h.Check)
+	shrunk := MeasureWith(name, h.Harness, h.Check, Overlay(h.Flags, map[string]string{"rapid.shrinktime": shrink.String(), "rapid.checks": OneCheck(),
+		"rapid.seed": strconv.FormatUint(c.FailingSeed(0), 10)}))
 	if shrunk.Failure == nil || !SameRule(shrunk.Failure.Rule, c.Failure.Rule) {
 		return c // not reproducible from its seed (a flaky protocol): keep the first
 	}
@@ -57,10 +55,11 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 // measure is the search's first pass: one rapid.Check of the budget in
 // rapid's flags, or, for a shard, one check per seed of h.Seeds.
 func (h Searcher) measure(name string) Catch {
+	flags := Overlay(h.Flags, map[string]string{"rapid.shrinktime": "0s"})
 	if h.Seeds != nil {
-		return MeasureSeeds(name, h.Harness, h.Check, h.Seeds)
+		return measureSeeds(name, h.Harness, h.Check, h.Seeds, flags)
 	}
-	return Measure(name, h.Harness, h.Check)
+	return MeasureWith(name, h.Harness, h.Check, flags)
 }
 
 // minimizeFound shrinks from, a replayable form of what the search found,

@@ -81,12 +81,17 @@ func SeedOfCheck(base uint64, i int) uint64 {
 // check each, stopping at the first failure; its Checks count every check
 // run up to it.
 func MeasureSeeds(name string, h *machine.Harness, check func(*rapid.T), seeds []uint64) Catch {
+	return measureSeeds(name, h, check, seeds, nil)
+}
+
+// measureSeeds is MeasureSeeds under the rapid flags flags sets.
+func measureSeeds(name string, h *machine.Harness, check func(*rapid.T), seeds []uint64, flags map[string]string) Catch {
 	start := time.Now()
 	run := 0
 	var c Catch
-	EachSeed(seeds, func() bool {
+	EachSeed(seeds, func(seed map[string]string) bool {
 		before := time.Since(start)
-		c = Measure(name, h, check)
+		c = MeasureWith(name, h, check, Overlay(flags, seed))
 		if c.Caught {
 			c.Checks += run
 			c.ToFind += before
@@ -100,14 +105,11 @@ func MeasureSeeds(name string, h *machine.Harness, check func(*rapid.T), seeds [
 	return c
 }
 
-// EachSeed calls check with rapid's flags set to one check from each seed
-// in turn, until check returns false. It restores the flags.
-func EachSeed(seeds []uint64, check func() (more bool)) {
+// EachSeed calls check with the rapid flags of one check from each seed
+// in turn, until check returns false.
+func EachSeed(seeds []uint64, check func(flags map[string]string) (more bool)) {
 	for _, s := range seeds {
-		restore := SetRapidFlags(map[string]string{"rapid.checks": OneCheck(), "rapid.seed": strconv.FormatUint(s, 10)})
-		more := check()
-		restore()
-		if !more {
+		if !check(map[string]string{"rapid.checks": OneCheck(), "rapid.seed": strconv.FormatUint(s, 10)}) {
 			return
 		}
 	}

@@ -59,26 +59,23 @@ func wholeRunDraws(t *testing.T, base uint64, checks int) []uint64 {
 	if testing.Short() {
 		budget *= 5 // as verdict.Run does: rapid divides by 5 under -short
 	}
-	restore := setFlags(t, map[string]string{"rapid.seed": strconv.FormatUint(base, 10), "rapid.checks": strconv.Itoa(budget)})
-	defer restore()
 	var draws []uint64
-	NewRecordingTB("whole").RunProperty(func(t *rapid.T) { draws = append(draws, rapid.Uint64().Draw(t, "x")) })
+	tb := NewRecordingTB("whole")
+	tb.Flags = map[string]string{"rapid.seed": strconv.FormatUint(base, 10), "rapid.checks": strconv.Itoa(budget)}
+	tb.RunProperty(func(t *rapid.T) { draws = append(draws, rapid.Uint64().Draw(t, "x")) })
 	return draws
 }
 
 // drawsOf runs one check from each seed, as a shard does (EachSeed).
 func drawsOf(seeds []uint64) []uint64 {
 	var draws []uint64
-	EachSeed(seeds, func() bool {
-		NewRecordingTB("shard").RunProperty(func(t *rapid.T) { draws = append(draws, rapid.Uint64().Draw(t, "x")) })
+	EachSeed(seeds, func(flags map[string]string) bool {
+		tb := NewRecordingTB("shard")
+		tb.Flags = flags
+		tb.RunProperty(func(t *rapid.T) { draws = append(draws, rapid.Uint64().Draw(t, "x")) })
 		return true
 	})
 	return draws
-}
-
-func setFlags(t *testing.T, set map[string]string) (restore func()) {
-	t.Helper()
-	return SetRapidFlags(set)
 }
 
 func sameSet(a, b []uint64) bool { return slices.Equal(sorted(a), sorted(b)) }

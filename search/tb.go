@@ -13,6 +13,9 @@ import (
 // that a property can be run outside `go test` (the outboxlab command) and
 // a test can assert that a property fails (the baseline, the mutants).
 type RecordingTB struct {
+	// Flags are the rapid flags its checks run under (WithRapidFlags),
+	// over the command line's and the test's; nil for those alone.
+	Flags  map[string]string
 	mu     sync.Mutex
 	name   string
 	failed bool
@@ -36,7 +39,7 @@ func (tb *RecordingTB) RunCheck(h *machine.Harness) (passed bool) {
 		}
 		passed = !tb.Failed()
 	}()
-	rapid.Check(tb, h.Check)
+	WithRapidFlags(tb.Flags, func() { rapid.Check(tb, h.Check) })
 	return !tb.Failed()
 }
 

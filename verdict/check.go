@@ -55,14 +55,13 @@ func Check(srv *pgserver.Server, inst *sut.Instance, r Run) Result {
 		res.Result, res.Error = Error, err.Error()
 		return res
 	}
-	defer r.setFlags()()
 	h, done, err := startHarness(srv, inst, r.Cfg)
 	if err != nil {
 		res.Result, res.Error = Error, err.Error()
 		return res
 	}
 	defer done()
-	s := search.Searcher{Harness: h, Seeds: seeds}
+	s := search.Searcher{Harness: h, Seeds: seeds, Flags: r.flags()}
 	stop := showProgress(h, inst.Proto.Name, r.shardChecks(), r.Progress)
 	start := time.Now()
 	if r.Profile {
@@ -122,11 +121,12 @@ func (r Run) shardChecks() int {
 	return hi - lo
 }
 
-// setFlags puts the budget in rapid's flags, which rapid reads when a
-// check starts, and returns what restores them. Fail files are off: a
+// flags are the budget as rapid's flags, which the search holds while its
+// checks run (search.WithRapidFlags), so that two verdicts at once (a
+// user's parallel tests) each run their own. Fail files are off: a
 // failure is kept as its program, and a fail file's replay would end
 // every later run at its first check.
-func (r Run) setFlags() (restore func()) {
+func (r Run) flags() map[string]string {
 	checks := r.Checks
 	if testing.Short() {
 		checks *= 5 // rapid divides by 5 under -short
@@ -139,7 +139,7 @@ func (r Run) setFlags() (restore func()) {
 	if r.Steps > 0 {
 		set["rapid.steps"] = strconv.Itoa(r.Steps)
 	}
-	return search.SetRapidFlags(set)
+	return set
 }
 
 // startHarness is a harness for one protocol, with the faults attached
