@@ -92,16 +92,16 @@ func (p Policy) batch() int { return max(p.Batch, 1) }
 // Row is one event's committed state plus the lock of an open claim
 // transaction, if one holds it.
 type Row struct {
-	Event     string // logical event id, e.g. "e1"; rows are kept in enqueue order
-	Status    Status
-	Gen       int64 // claims committed on this row so far (the fencing token)
+	Event  string // logical event id, e.g. "e1"; rows are kept in enqueue order
+	Status Status
+	Gen    int64 // claims committed on this row so far (the fencing token)
 	// Owner is the ID of the received claim (State.Claims) that holds the
 	// row's current generation, 0 when no worker received it (a claim
 	// whose reply was lost). Under fence=token two claims never share a
 	// generation, and after a rewind a counter's value may be reissued:
 	// the claim, not the count, is who owns the row.
-	Owner int
-	LeaseLive bool  // meaningful only when Status == InProgress
+	Owner     int
+	LeaseLive bool // meaningful only when Status == InProgress
 	// Aged is set once Age has moved a live lease's deadline back by 60%
 	// of the declared lease: at most 40% of it is left, and the next Age
 	// may expire it. A claim or an applied renew makes the lease fresh.
