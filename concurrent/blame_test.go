@@ -101,6 +101,9 @@ func TestShrinkKeepsTheRescueAndTheRenew(t *testing.T) {
 	if want := "after Rescue(), e1 is DEAD gen=1: a rescue must not change a live lease"; b.Detail != want {
 		t.Errorf("detail %q, want %q", b.Detail, want)
 	}
+	if got, want := failureDetail(kept, len(part), b, true), "after Rescue(), e1 is DEAD gen=1: a rescue must not change a live lease; events e1 at the start; no order of the "; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "and one is if that step broke that rule") {
+		t.Errorf("the failure's detail is %q, want it to start with the broken rule", got)
+	}
 }
 
 func describeAll(h []porcupine.Operation) []string {
@@ -109,4 +112,27 @@ func describeAll(h []porcupine.Operation) []string {
 		out = append(out, describe(o.Input.(Input), o.Output.(Output)))
 	}
 	return out
+}
+
+// TestBlameNamesNothingUnexplained: a part that no operation breaking one
+// rule explains (a read of a generation nothing claimed) is not named,
+// and its detail says only why it fails.
+func TestBlameNamesNothingUnexplained(t *testing.T) {
+	fifo := model.Policy{Order: model.FIFO}
+	read := porcupine.Operation{ClientId: 3, Call: 30, Return: 40, Input: Input{Observe: true},
+		Output: Output{Rows: []model.RowView{{Event: "e1", Status: model.InProgress, Gen: 3, HasGen: true, LeaseHeld: true}}}}
+	h := []porcupine.Operation{
+		op(0, 0, 10, model.Op{Kind: model.ClaimOp, Worker: "w1"}, claimed("e1", 1)),
+		op(0, 10, 20, model.Op{Kind: model.Renew, Worker: "w1", Event: "e1", Gen: 1}, applied),
+		read,
+	}
+	if linearizable(t, fifo, []string{"e1"}, h) {
+		t.Fatal("a read of generation 3 after one claim linearizes")
+	}
+	if b, ok := blame(fifo, []string{"e1"}, true, h, 10*time.Second); ok {
+		t.Fatalf("named %q (%s) for a read no broken rule explains", b.Rule, b.Detail)
+	}
+	if got, want := failureDetail([]string{"e1"}, 3, breach{}, false), "events e1 at the start; no order of the 3 operations below, each taking effect between its call and its return, is allowed by the model, and without the one that returned last the rest is linearizable"; got != want {
+		t.Errorf("detail %q, want %q", got, want)
+	}
 }
