@@ -31,6 +31,9 @@ type Input struct {
 	MaySkip []string
 	// Fault is why an unknown outcome is unknown (request_lost, kill...).
 	Fault string
+	// deviate marks the one operation that the naming of a broken rule
+	// lets break it (blame.go); never recorded.
+	deviate bool
 }
 
 // Output is what the operation returned: an outcome, or the rows read.

@@ -23,6 +23,12 @@ func newNode(s model.State) node { return node{s: s, key: s.Key()} }
 // nondeterminism (order=any, batches, rescues, ambiguous outcomes) through
 // porcupine's power-set construction.
 func Model(p model.Policy, events []string, hasGen bool) porcupine.Model {
+	return modelOf(p, events, func(s model.State, in Input, out Output) []model.State { return Steps(s, in, out, hasGen) })
+}
+
+// modelOf is Model with the step given: the naming of a broken rule
+// (blame.go) steps one operation with a rule of the model lifted.
+func modelOf(p model.Policy, events []string, step func(model.State, Input, Output) []model.State) porcupine.Model {
 	init := model.NewWith(p)
 	for _, e := range events {
 		init = init.Step(model.Op{Kind: model.Enqueue, Event: e})[0].Next
@@ -31,7 +37,7 @@ func Model(p model.Policy, events []string, hasGen bool) porcupine.Model {
 		Init: func() []interface{} { return []interface{}{newNode(init)} },
 		Step: func(state, input, output interface{}) []interface{} {
 			var out []interface{}
-			for _, s := range Steps(state.(node).s, input.(Input), output.(Output), hasGen) {
+			for _, s := range step(state.(node).s, input.(Input), output.(Output)) {
 				out = append(out, newNode(s))
 			}
 			return out

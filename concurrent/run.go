@@ -42,6 +42,11 @@ type Failure struct {
 	Ops     []string // the shrunk failing part, one operation a line
 	Full    int      // operations in the whole history
 	HTML    string   // porcupine's visualisation of the shrunk part
+	// Broken is the rule of the model the shrunk part breaks, as the
+	// state machine names it (rescue took e1 whose lease is live), when
+	// one operation breaking it explains the part (blame.go); "" when
+	// none does.
+	Broken string
 	// Witness is the failing prefix the shrunk part was searched from,
 	// sound by construction (see shrink), and WitnessHTML its picture.
 	Witness     []string
@@ -264,10 +269,20 @@ func (r *Runner) check(h *history, ops []porcupine.Operation) (f *Failure, undec
 	}
 	mk := func(events []string) porcupine.Model { return Model(r.policy(), events, r.inst.Statements.HasGen) }
 	witness, events, small := shrink(mk, h.initial, ops, r.cfg.CheckTimeout)
-	return &Failure{Rule: "not linearizable",
-		Detail: fmt.Sprintf("%s; no order of the %d operations below, each taking effect between its call and its return, is allowed by the model, and without the one that returned last the rest is linearizable", enqueued(events), len(small)),
-		Ops:    lines(small), Full: len(ops), HTML: r.writeHTML(events, h, small, fmt.Sprint(h.index+1)),
+	b, named := blame(r.policy(), events, r.inst.Statements.HasGen, small, min(r.cfg.CheckTimeout, 10*time.Second))
+	return &Failure{Rule: "not linearizable", Broken: b.Rule, Detail: failureDetail(events, len(small), b, named),
+		Ops: lines(small), Full: len(ops), HTML: r.writeHTML(events, h, small, fmt.Sprint(h.index+1)),
 		Witness: lines(witness), WitnessHTML: r.writeHTML(h.initial, h, witness, fmt.Sprintf("%d-witness", h.index+1))}, false
+}
+
+// failureDetail says what the shrunk part shows: the rule it breaks, when
+// one operation breaking one rule explains it, then why it fails at all.
+func failureDetail(events []string, n int, b breach, named bool) string {
+	why := fmt.Sprintf("%s; no order of the %d operations below, each taking effect between its call and its return, is allowed by the model", enqueued(events), n)
+	if !named {
+		return why + ", and without the one that returned last the rest is linearizable"
+	}
+	return b.Detail + "; " + why + ", and one is if that step broke that rule"
 }
 
 func enqueued(events []string) string {

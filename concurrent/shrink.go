@@ -27,8 +27,9 @@ import (
 // dropped, a claim that took one made empty, their rows left out of every
 // read), an operation with the next one of its lane (a Begin and its
 // Commit), and single operations are dropped while the part stays well
-// formed, keeps the end of each transaction it keeps, fails, and
-// linearizes without the culprit. The same operation
+// formed, keeps the end of each transaction it keeps, keeps every write
+// that could explain what the culprit observed (keepsObserved,
+// depends.go), fails, and linearizes without the culprit. The same operation
 // stays the failing one, but a dropped operation may have been part of
 // why, so the witness is kept too. Bounded in time: what each stage has
 // when the time is up is what it returns.
@@ -50,7 +51,7 @@ func shrink(mk func(events []string) porcupine.Model, events []string, ops []por
 		return illegal(ev, h) && !illegal(ev, without(h, culprit))
 	}
 	try := func(ev []string, cand []porcupine.Operation) bool {
-		if time.Now().After(deadline) || len(cand) == len(part) && len(ev) == len(events) || !wellFormed(cand) || !keepsEnds(part, cand) || !keeps(ev, cand) {
+		if time.Now().After(deadline) || len(cand) == len(part) && len(ev) == len(events) || !wellFormed(cand) || !keepsEnds(part, cand) || !keepsObserved(part, cand, culprit) || !keeps(ev, cand) {
 			return false
 		}
 		events, part = ev, cand

@@ -134,6 +134,12 @@ func TestShrinkKeepsTheRace(t *testing.T) {
 			t.Errorf("shrunk part %v lacks %q", got, w)
 		}
 	}
+	// The verdict names the complete's own rule, as the state machine
+	// would: no write before it explains it.
+	b, ok := blame(lenient, events, true, part, 10*time.Second)
+	if want := "stale owner's complete applied (e1 gen 1 is not the current live claim: e1 is at gen 2)"; !ok || b.Rule != want {
+		t.Errorf("named %q (%v), want %q", b.Rule, ok, want)
+	}
 }
 
 // TestClaimMayLeaveOutAnEnqueueItOverlapped is the history of

@@ -49,6 +49,7 @@ type concurrentResult struct {
 	Undecided      int            `json:"undecided,omitempty"`
 	Seconds        float64        `json:"seconds"`
 	Violation      string         `json:"violation"`
+	Broken         string         `json:"broken,omitempty"` // the model's rule the shrunk part breaks, when one is named
 	Detail         string         `json:"detail,omitempty"`
 	Counterexample []string       `json:"counterexample"`
 	HTML           string         `json:"html,omitempty"`
@@ -100,6 +101,7 @@ func concurrentOne(srv *pgserver.Server, inst *sut.Instance, cfg concurrent.Conf
 		res.Result, res.Error = "error", v.Detail
 	default:
 		res.Result, res.Violation, res.Detail, res.Counterexample, res.HTML = "fail", v.Rule, v.Detail, v.Ops, v.HTML
+		res.Broken = v.Broken
 		res.Witness, res.WitnessHTML = v.Witness, v.WitnessHTML
 		res.Histories = v.History
 	}
@@ -115,7 +117,11 @@ func printConcurrent(w io.Writer, r concurrentResult) {
 			fmt.Fprintf(w, "  %d histories undecided: the checker ran out of time on them\n", r.Undecided)
 		}
 	case "fail":
-		fmt.Fprintf(w, "%s: FAIL: %s (history %d, %.1fs including shrinking, seed %d)\n", name, r.Violation, r.Histories, r.Seconds, r.Seed)
+		violation := r.Violation
+		if r.Broken != "" {
+			violation += ": " + r.Broken
+		}
+		fmt.Fprintf(w, "%s: FAIL: %s (history %d, %.1fs including shrinking, seed %d)\n", name, violation, r.Histories, r.Seconds, r.Seed)
 		part := "failing part of the history (shrunk; call .. return, ms)"
 		if len(r.Witness) == 0 {
 			part = "the history up to the failure (call .. return, ms)"
