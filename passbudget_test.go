@@ -10,7 +10,7 @@ import (
 // all pass (the correct files, the fixed libraries, the race and split
 // mutants on a machine without waiting or split steps): OUTBOXLAB_PASS_CHECKS
 // when it is set; else, in CI's tier, ciPassChecks (a tenth of the
-// default: every protocol is still judged on every submission);
+// default: every protocol is still judged on every push);
 // in the nightly's (OUTBOXLAB_NIGHTLY=1), the default budget. A mutant's
 // budget is never cut: it runs until caught.
 func passBudget(t *testing.T) {

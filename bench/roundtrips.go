@@ -64,8 +64,12 @@ func CountRoundTrips(ctx context.Context, cfg machine.Config, checks int, seed u
 	reads := h.StateReads() - r0
 	var statements int64
 	// The reset's own call is the one statement of this connection's
-	// that the count holds; it is left out by its text.
-	err = conn.QueryRow(cctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+	// that the count holds; it is left out by its text. The read has a
+	// deadline of its own: the checks before it may take longer than the
+	// connection's on a loaded machine.
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer rcancel()
+	err = conn.QueryRow(rctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
 		WHERE query NOT LIKE '%pg_stat_statements%'`).Scan(&statements)
 	if err != nil {
 		return RoundTrips{}, fmt.Errorf("read pg_stat_statements: %w", err)

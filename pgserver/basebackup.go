@@ -30,7 +30,8 @@ func baseBackup(ctx context.Context, primary, standby *cluster) error {
 		return fmt.Errorf("base backup: %w", err)
 	}
 	defer conn.Close(context.Background())
-	// The backup belongs to this session: it must stay open to the end.
+	// The backup belongs to this connection's session: it must stay open
+	// to the end.
 	if _, err := conn.Exec(ctx, "SELECT pg_backup_start('outboxlab standby', true)"); err != nil {
 		return fmt.Errorf("base backup: pg_backup_start (PostgreSQL 15 or later): %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,8 +42,9 @@ func runBacklog(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opt.For, "for", opt.For, "each latency measurement, and pgbench's run (at least 1s for pgbench)")
 	fs.DurationVar(&opt.ChurnFor, "churn", opt.ChurnFor, "the churn run on the largest backlog (0: none)")
 	fs.BoolVar(&opt.Pgbench, "pgbench", opt.Pgbench, "run the same claim with pgbench at every size")
+	svg := fs.String("svg", "", "also write the one-connection claim p50 and p99 against the size as an SVG plot to `FILE`")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: outboxlab bench --backlog [--json] [--sizes LIST] [--for D] [--churn D] [--pgbench=false] [PROTOCOL ...]")
+		fmt.Fprintln(fs.Output(), "usage: outboxlab bench --backlog [--json] [--svg FILE] [--sizes LIST] [--for D] [--churn D] [--pgbench=false] [PROTOCOL ...]")
 		fmt.Fprintln(fs.Output(), "PROTOCOL is a protocol file or a built-in name (default: leased). The figures: docs/backlog.md.")
 		fs.PrintDefaults()
 	}
@@ -57,6 +59,13 @@ func runBacklog(args []string, stdout, stderr io.Writer) int {
 	if opt.For <= 0 || opt.ChurnFor < 0 {
 		fmt.Fprintln(stderr, "outboxlab bench: --for must be positive and --churn not negative")
 		return exitBad
+	}
+	if *svg != "" {
+		// Said now, not after an hour of measuring.
+		if fi, err := os.Stat(filepath.Dir(*svg)); err != nil || !fi.IsDir() {
+			fmt.Fprintf(stderr, "outboxlab bench: --svg %s: no directory %s to write it in\n", *svg, filepath.Dir(*svg))
+			return exitBad
+		}
 	}
 	names := fs.Args()
 	if len(names) == 0 {
@@ -87,6 +96,12 @@ func runBacklog(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "outboxlab bench:", err)
 		return exitBad
 	}
+	if *svg != "" {
+		if err := writeBacklogPlot(*svg, result); err != nil {
+			fmt.Fprintln(stderr, "outboxlab bench: --svg:", err)
+			return exitBad
+		}
+	}
 	if *asJSON {
 		// A figure that is not a number (a ratio over nothing) does not
 		// encode: said, rather than exit 0 with nothing printed.
@@ -94,6 +109,20 @@ func runBacklog(args []string, stdout, stderr io.Writer) int {
 	}
 	printBacklog(stdout, result)
 	return exitPass
+}
+
+// writeBacklogPlot writes the run's plot to path, through a temporary
+// file beside it, so that a run that fails to write leaves the old plot.
+func writeBacklogPlot(path string, b bench.Backlog) error {
+	svg, err := bench.BacklogPlot(b)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, svg, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // parseSizes reads "1e3,1e4,100000": whole numbers of events, ascending.

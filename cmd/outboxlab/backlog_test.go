@@ -13,11 +13,13 @@ import (
 // TestBacklogJSON runs `outboxlab bench --backlog --json` at 10^3 and 10^4
 // events, briefly: the object has per-size figures (mix, latency from 1 and
 // 4 connections, plan and verdict, pgbench's run of the same claim), growth
-// and the churn's before and after. It judges no figure, and checks that
-// the pgbench run left no temporary directory behind.
+// and the churn's before and after, and --svg writes the plot of p50 and
+// p99 beside it. It judges no figure, and checks that the pgbench run left
+// no temporary directory behind.
 func TestBacklogJSON(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	args := []string{"bench", "--backlog", "--json", "--sizes", "1e3,1e4", "--for", "100ms", "--churn", "500ms", "leased"}
+	svg := filepath.Join(t.TempDir(), "backlog.svg")
+	args := []string{"bench", "--backlog", "--json", "--svg", svg, "--sizes", "1e3,1e4", "--for", "100ms", "--churn", "500ms", "leased"}
 	if code := run(args, &stdout, &stderr); code != exitPass {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 	}
@@ -87,6 +89,12 @@ func TestBacklogJSON(t *testing.T) {
 	if got.Machine["postgres"] == nil {
 		t.Errorf("machine %v", got.Machine)
 	}
+	// The plot: one p50 and one p99 line, of two points each.
+	if b, err := os.ReadFile(svg); err != nil {
+		t.Errorf("--svg: %v", err)
+	} else if lines, names := strings.Count(string(b), "<polyline"), strings.Count(string(b), ">leased p"); lines != 2 || names != 2 || strings.Count(string(b), "<circle") != 4 {
+		t.Errorf("--svg: %d lines, %d named leased, %d points; want 2, 2 and 4", lines, names, strings.Count(string(b), "<circle"))
+	}
 	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "outboxlab-pgbench-"+strconv.Itoa(os.Getpid())+"-*"))
 	for _, d := range left {
 		t.Errorf("pgbench's directory %s outlived the run", d)
@@ -108,6 +116,7 @@ func TestBacklogBadInput(t *testing.T) {
 		{[]string{"--sizes", "1e4,1e3"}, "--sizes: 1e3 after 10000: sizes go in ascending order"},
 		{[]string{"--sizes", "1234.5"}, `--sizes: "1234.5" is not a whole number`},
 		{[]string{"--for", "0s"}, "--for must be positive"},
+		{[]string{"--svg", "no-such-dir/backlog.svg"}, "--svg no-such-dir/backlog.svg: no directory no-such-dir"},
 		{[]string{"--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
 	} {
 		var stdout, stderr bytes.Buffer
