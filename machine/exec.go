@@ -136,6 +136,9 @@ func (r *run) request(w string, req worker.Request, op model.Op) (worker.Respons
 	var err error
 	r.h.timed(func() { resp, err = p.DoWatched(req, lockProbeInterval, r.h.waitsOnLock) })
 	r.h.pool.Used(w)
+	if err == nil && p.External() {
+		r.checkOneConnection(w, p, op)
+	}
 	return r.answer(w, op, resp, err, faulted)
 }
 
@@ -157,6 +160,13 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 		}
 		r.fail(name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock", op, r.h.Cfg.OpTimeout))
 	}
+	var broke *worker.ContractError
+	if errors.As(err, &broke) {
+		// A worker executable that broke the contract is of no further use.
+		r.h.kill(w)
+		r.dead[w] = true
+		r.fail(name+": the worker broke the worker protocol: "+broke.Problem, fmt.Sprintf("%v: %v", op, broke))
+	}
 	if err != nil {
 		r.t.Fatalf("harness: %v: %v", op, err)
 	}
@@ -164,7 +174,11 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 	case resp.Err == "":
 		return resp, false
 	case resp.Protocol:
-		r.fail(sut.ProtocolRule(resp.Err), fmt.Sprintf("%v failed: %s", op, resp.Err))
+		rule := resp.Rule
+		if rule == "" {
+			rule = sut.ProtocolRule(resp.Err)
+		}
+		r.fail(rule, fmt.Sprintf("%v failed: %s%s", op, resp.Err, stderrOf(r.h.pool.Get(w))))
 	case resp.ServerErr:
 		r.fail(name+" failed with a server error", fmt.Sprintf("%v failed: %s", op, resp.Err))
 	case faulted:
