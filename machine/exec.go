@@ -146,6 +146,7 @@ func (r *run) request(w string, req worker.Request, op model.Op) (worker.Respons
 // request); faulted says whether a fault hit the step.
 func (r *run) answer(w string, op model.Op, resp worker.Response, err error, faulted bool) (worker.Response, bool) {
 	name := sut.RuleName(op.Kind)
+	tail := stderrOf(r.h.pool.Get(w)) // before a kill takes the process
 	if errors.Is(err, worker.ErrBlocked) || errors.Is(err, worker.ErrHung) {
 		// Its late answer would be read as the next one's: it must go.
 		r.h.kill(w)
@@ -158,7 +159,7 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 			// transaction rolls back, and what it sent is unknown.
 			return resp, true
 		}
-		r.fail(name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock", op, r.h.Cfg.OpTimeout))
+		r.fail(name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock%s", op, r.h.Cfg.OpTimeout, tail))
 	}
 	var broke *worker.ContractError
 	if errors.As(err, &broke) {
@@ -178,15 +179,15 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 		if rule == "" {
 			rule = sut.ProtocolRule(resp.Err)
 		}
-		r.fail(rule, fmt.Sprintf("%v failed: %s%s", op, resp.Err, stderrOf(r.h.pool.Get(w))))
+		r.fail(rule, fmt.Sprintf("%v failed: %s%s", op, resp.Err, tail))
 	case resp.ServerErr:
-		r.fail(name+" failed with a server error", fmt.Sprintf("%v failed: %s", op, resp.Err))
+		r.fail(name+" failed with a server error", fmt.Sprintf("%v failed: %s%s", op, resp.Err, tail))
 	case faulted:
 		return resp, true
 	case resp.Timeout:
 		r.fail(name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock", op, r.h.Cfg.OpTimeout))
 	}
-	r.fail(name+" lost its connection with no fault injected", fmt.Sprintf("%v lost its connection, and no fault was injected: %s", op, resp.Err))
+	r.fail(name+" lost its connection with no fault injected", fmt.Sprintf("%v lost its connection, and no fault was injected: %s%s", op, resp.Err, tail))
 	return resp, true
 }
 

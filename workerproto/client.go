@@ -67,6 +67,9 @@ func Start(command, worker string, env []string) (*Client, error) {
 	cmd := exec.Command("/bin/sh", "-c", "exec "+command)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// A child the worker started may hold its stderr open: the exit is
+	// not held up by it for longer than this.
+	cmd.WaitDelay = time.Second
 	c := &Client{Worker: worker, Command: command, cmd: cmd, stderr: &tail{}, exited: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	var err error
@@ -103,7 +106,8 @@ func (c *Client) Send(req Request) error {
 	}
 	c.pending = req.Type
 	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
-		return c.broke(req.Type, "its stdin is closed", c.exitStatus())
+		<-c.exited
+		return c.broke(req.Type, "the process exited", c.state.String())
 	}
 	return nil
 }
@@ -168,17 +172,8 @@ func (c *Client) readLine(limit time.Duration) ([]byte, error) {
 			return nil, ErrTimeout
 		default:
 			<-c.exited
-			return nil, c.broke(c.pending, "the process exited", c.exitStatus())
+			return nil, c.broke(c.pending, "the process exited", c.state.String())
 		}
-	}
-}
-
-func (c *Client) exitStatus() string {
-	select {
-	case <-c.exited:
-		return c.state.String()
-	case <-time.After(100 * time.Millisecond):
-		return ""
 	}
 }
 
@@ -186,6 +181,9 @@ func (c *Client) broke(request, problem, detail string) *Error {
 	if request == "" {
 		request = "no"
 	}
+	// Of no further use: killed, and waited for, so that all it wrote to
+	// stderr before it misbehaved has been read.
+	c.Kill(true)
 	return &Error{Worker: c.Worker, Command: c.Command, Request: request, Problem: problem, Detail: detail, Stderr: c.StderrTail()}
 }
 
