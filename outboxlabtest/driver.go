@@ -1,8 +1,8 @@
 package outboxlabtest
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
