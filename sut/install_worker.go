@@ -95,7 +95,8 @@ func (inst *Instance) installWorker(ctx context.Context) error {
 		return &Error{File: p.File, Line: 1, Msg: fmt.Sprintf("the worker %q serves no install (its init_ok's features: %v) and the file has no schema section: one of them must create the tables", p.Worker, hello.Features)}
 	}
 	p.Served = map[string]bool{Claim: true, Complete: true, Retry: true,
-		Renew: hello.Has(workerproto.FeatureRenew), Rescue: hello.Has(workerproto.FeatureRescue)}
+		Renew: hello.Has(workerproto.FeatureRenew), Rescue: hello.Has(workerproto.FeatureRescue),
+		Tx: hello.Has(workerproto.FeatureTx)}
 	p.Fence = FenceCounter
 	if hello.Fence == "token" {
 		p.Fence = FenceToken

@@ -118,7 +118,18 @@ type Protocol struct {
 // or its worker serves the operation. Install settles the defaults that
 // depend on the server: it fills in state and drops the default age when
 // the server rejects it.
-func (p *Protocol) Has(name string) bool { return p.Sections[name] != nil || p.Served[name] }
+//
+// Has(Tx) says whether claims may run in a transaction the suite opens:
+// always for a file, for a worker when it serves the tx feature.
+func (p *Protocol) Has(name string) bool {
+	if name == Tx {
+		return p.Worker == "" || p.Served[Tx]
+	}
+	return p.Sections[name] != nil || p.Served[name]
+}
+
+// Tx is the name Has takes for claims inside a transaction.
+const Tx = "tx"
 
 // Policy is what the protocol's directives and sections promise: what the
 // model holds it to.
