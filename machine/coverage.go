@@ -97,8 +97,8 @@ func RequiredClasses(cfg Config, p model.Policy, has func(section string) bool, 
 			// must take one (a relaxed budget may, never must).
 			continue
 		}
-		if class == CovOpenTxSkip && p.SessionLease {
-			continue // no claim transactions (session.go)
+		if class == CovOpenTxSkip && (p.SessionLease || !has(sut.Tx)) {
+			continue // no claim transactions (session.go; a worker without tx)
 		}
 		if !slices.ContainsFunc(needs[class], func(s string) bool { return !has(s) }) {
 			out = append(out, class)
