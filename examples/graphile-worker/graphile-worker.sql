@@ -60,6 +60,6 @@ WHERE id = @id::bigint AND locked_at IS NOT NULL
 
 -- name: reset
 -- The jobs and named queues go; the task identifiers and the migration versions stay (a worker
--- caches its task's id).
-DELETE FROM _private_jobs;
-DELETE FROM _private_job_queues
+-- caches its task's id). One statement: its data-modifying CTE runs with it.
+WITH queues AS (DELETE FROM _private_job_queues)
+DELETE FROM _private_jobs

@@ -78,6 +78,8 @@ WHERE name = 'outbox' AND id = @id AND state = 'active'
 
 -- name: reset
 -- The jobs go; the queue row and pg-boss's version and settings stay (the worker reads them).
-DELETE FROM job WHERE name = 'outbox';
-DELETE FROM job_dependency;
-UPDATE queue SET monitor_claim_on = NULL, monitor_on = NULL, maintain_on = NULL WHERE name = 'outbox'
+-- One statement: its data-modifying CTEs run with it.
+WITH dependencies AS (DELETE FROM job_dependency),
+     stamps AS (UPDATE queue SET monitor_claim_on = NULL, monitor_on = NULL, maintain_on = NULL
+                WHERE name = 'outbox')
+DELETE FROM job WHERE name = 'outbox'
