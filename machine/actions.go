@@ -71,6 +71,9 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		if name == ActRescue && !r.h.Inst.Proto.Has(sut.Rescue) {
 			continue
 		}
+		if w := r.h.Inst.Statements.Worker; w != nil && !w.Has("tx") && (name == ActBegin || name == ActRace) {
+			continue // a worker executable without the tx feature claims in autocommit only
+		}
 		if name == ActDBRestart && (r.h.Faults == nil || r.h.Faults.ServerFault() == pgserver.FaultNone) {
 			continue
 		}

@@ -136,6 +136,9 @@ func (r *run) request(w string, req worker.Request, op model.Op) (worker.Respons
 	var err error
 	r.h.timed(func() { resp, err = p.DoWatched(req, lockProbeInterval, r.h.waitsOnLock) })
 	r.h.pool.Used(w)
+	if err == nil && p.External() {
+		r.checkOneConnection(w, p, op)
+	}
 	return r.answer(w, op, resp, err, faulted)
 }
 
@@ -143,6 +146,7 @@ func (r *run) request(w string, req worker.Request, op model.Op) (worker.Respons
 // request); faulted says whether a fault hit the step.
 func (r *run) answer(w string, op model.Op, resp worker.Response, err error, faulted bool) (worker.Response, bool) {
 	name := sut.RuleName(op.Kind)
+	tail := stderrOf(r.h.pool.Get(w)) // before a kill takes the process
 	if errors.Is(err, worker.ErrBlocked) || errors.Is(err, worker.ErrHung) {
 		// Its late answer would be read as the next one's: it must go.
 		r.h.kill(w)
@@ -155,7 +159,14 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 			// transaction rolls back, and what it sent is unknown.
 			return resp, true
 		}
-		r.fail(name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock", op, r.h.Cfg.OpTimeout))
+		r.fail(name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock%s", op, r.h.Cfg.OpTimeout, tail))
+	}
+	var broke *worker.ContractError
+	if errors.As(err, &broke) {
+		// A worker executable that broke the contract is of no further use.
+		r.h.kill(w)
+		r.dead[w] = true
+		r.fail(name+": the worker broke the worker protocol: "+broke.Problem, fmt.Sprintf("%v: %v", op, broke))
 	}
 	if err != nil {
 		r.t.Fatalf("harness: %v: %v", op, err)
@@ -164,15 +175,19 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 	case resp.Err == "":
 		return resp, false
 	case resp.Protocol:
-		r.fail(sut.ProtocolRule(resp.Err), fmt.Sprintf("%v failed: %s", op, resp.Err))
+		rule := resp.Rule
+		if rule == "" {
+			rule = sut.ProtocolRule(resp.Err)
+		}
+		r.fail(rule, fmt.Sprintf("%v failed: %s%s", op, resp.Err, tail))
 	case resp.ServerErr:
-		r.fail(name+" failed with a server error", fmt.Sprintf("%v failed: %s", op, resp.Err))
+		r.fail(name+" failed with a server error", fmt.Sprintf("%v failed: %s%s", op, resp.Err, tail))
 	case faulted:
 		return resp, true
 	case resp.Timeout:
 		r.fail(name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock", op, r.h.Cfg.OpTimeout))
 	}
-	r.fail(name+" lost its connection with no fault injected", fmt.Sprintf("%v lost its connection, and no fault was injected: %s", op, resp.Err))
+	r.fail(name+" lost its connection with no fault injected", fmt.Sprintf("%v lost its connection, and no fault was injected: %s%s", op, resp.Err, tail))
 	return resp, true
 }
 

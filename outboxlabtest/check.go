@@ -56,8 +56,13 @@ func Check(t testing.TB, protocolPath string, opts ...Option) {
 // input (a protocol file's FILE:LINE, a bad option or budget) or no
 // server; a search that ends in a harness error is a Result of "error".
 func Run(protocolPath string, opts ...Option) (Result, error) {
+	worker := newOptions(opts).worker
 	return run(func() (installer, error) {
-		p, err := sut.Resolve(protocolPath)
+		resolve := sut.Resolve
+		if worker != "" {
+			resolve = func(path string) (*sut.Protocol, error) { return sut.ResolveWorker(path, worker) }
+		}
+		p, err := resolve(protocolPath)
 		if err != nil {
 			return nil, err
 		}

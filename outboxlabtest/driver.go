@@ -2,6 +2,7 @@ package outboxlabtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -56,6 +57,9 @@ func RunDriver(name string, opts ...Option) (Result, error) {
 // runDriver runs the search with the Reproduce line verdict makes, whose
 // flags goTestCommand reads.
 func runDriver(name string, opts []Option) (Result, error) {
+	if newOptions(opts).worker != "" {
+		return Result{}, errors.New("outboxlabtest.Worker: a Go driver runs in the suite's own worker processes; use Check or Run for a worker executable")
+	}
 	return run(func() (installer, error) {
 		// Here rather than at install: an unregistered name is bad input,
 		// told before any server starts.

@@ -17,6 +17,7 @@ type options struct {
 	shard    search.Shard
 	profile  bool
 	topology pgserver.Topology
+	worker   string
 }
 
 func newOptions(opts []Option) options {
@@ -72,3 +73,10 @@ func Shard(k, n int) Option { return func(o *options) { o.shard = search.Shard{K
 // checks; an unknown name is bad input. The result names the topology, and so does
 // the failure's outboxlab reproduce line.
 func Topology(t pgserver.Topology) Option { return func(o *options) { o.topology = t } }
+
+// Worker makes the protocol a worker executable's (outboxlab check
+// --worker): command is run through /bin/sh once per simulated worker and
+// speaks the worker protocol on its stdin and stdout
+// (docs/worker-protocol.md); the protocol file holds the directives and
+// the harness's sections only. Check and Run take it; CheckDriver does not.
+func Worker(command string) Option { return func(o *options) { o.worker = command } }

@@ -94,6 +94,9 @@ func (inst *Instance) install(ctx context.Context) error {
 	if _, err := inst.Conn.Exec(ctx, "COMMENT ON SCHEMA "+schema+" IS "+quoteLiteral(schemaOwner())); err != nil {
 		return fmt.Errorf("label schema %s: %w", schema, err)
 	}
+	if p.Worker != "" {
+		return inst.installWorker(ctx)
+	}
 	ddl := p.Sections[Schema]
 	if err := inst.Conn.PgConn().Exec(ctx, ddl.SQL).Close(); err != nil {
 		return p.serverError(ddl, err)

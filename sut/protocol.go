@@ -31,6 +31,11 @@ const (
 	// Rescue is the optional maintenance pass (a reaper) a separate actor
 	// runs: expired claims back to READY, exhausted ones to DEAD.
 	Rescue = "rescue"
+	// Reset is a worker file's statements that empty the protocol's data
+	// between checks, where emptying every table of the schema would drop
+	// what the worker's library needs kept (its queue definitions, its
+	// migration versions).
+	Reset = "reset"
 )
 
 // sectionParams lists every section and the parameters it may take
@@ -47,6 +52,7 @@ var sectionParams = map[string][]string{
 	Due:      {"id", "worker"},
 	Age:      {"id", "seconds", "worker"},
 	Rescue:   {"worker"},
+	Reset:    nil,
 }
 
 // multiSections may hold several statements, run in one transaction: the
@@ -56,6 +62,10 @@ var sectionParams = map[string][]string{
 var multiSections = []string{Claim, Complete, Retry, Renew, Rescue}
 
 var requiredSections = []string{Schema, Claim, Complete, Retry}
+
+// workerSections are the sections a worker runs in its own code: a file
+// for a worker (--worker) has none of them.
+var workerSections = []string{Claim, Complete, Retry, Renew, Rescue}
 
 // maxLine bounds a protocol file's lines: one, with its line end, must fit
 // in this many bytes.
@@ -96,12 +106,19 @@ type Protocol struct {
 	Fence    Fence
 	Sections map[string]*Section
 	Source   string // the whole file text
+	// Worker is the command of a worker executable that runs the claim
+	// and the outcomes (docs/worker-protocol.md); "" for a file that has
+	// them as sections. Served are the operations the worker serves, as
+	// its init_ok said at install (claim, complete and retry always).
+	Worker string
+	Served map[string]bool
 }
 
-// Has reports whether the protocol has the section (its own or a default).
-// Install settles the defaults that depend on the server: it fills in state
-// and drops the default age when the server rejects it.
-func (p *Protocol) Has(name string) bool { return p.Sections[name] != nil }
+// Has reports whether the protocol has the section (its own or a default),
+// or its worker serves the operation. Install settles the defaults that
+// depend on the server: it fills in state and drops the default age when
+// the server rejects it.
+func (p *Protocol) Has(name string) bool { return p.Sections[name] != nil || p.Served[name] }
 
 // Policy is what the protocol's directives and sections promise: what the
 // model holds it to.
@@ -140,10 +157,32 @@ func Resolve(arg string) (*Protocol, error) {
 	return Parse(filepath.Base(strings.TrimSuffix(arg, ".sql")), arg, string(b))
 }
 
+// ResolveWorker loads the file of a protocol whose claim and outcomes a
+// worker executable runs (command, as `outboxlab check --worker` takes it).
+func ResolveWorker(path, command string) (*Protocol, error) {
+	if strings.TrimSpace(command) == "" {
+		return nil, errors.New("--worker: the command is empty")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("protocol file %q of the worker: %w", path, err)
+	}
+	return ParseWorker(filepath.Base(strings.TrimSuffix(path, ".sql")), path, string(b), command)
+}
+
+// ParseWorker is Parse for a worker's file: directives and the harness's
+// sections only (enqueue, state, the fixtures, and optionally schema and
+// reset); the worker serves claim, complete, retry, renew and rescue.
+func ParseWorker(name, file, src, command string) (*Protocol, error) {
+	return parse(name, file, src, command)
+}
+
 // Parse reads a protocol file's text. It reports every text-level error the
 // format defines; errors only the server can find are left to Install.
-func Parse(name, file, src string) (*Protocol, error) {
-	p := &Protocol{Name: name, File: file, Order: model.FIFO, Lease: DefaultLease, Batch: 1, Sections: map[string]*Section{}, Source: src}
+func Parse(name, file, src string) (*Protocol, error) { return parse(name, file, src, "") }
+
+func parse(name, file, src, worker string) (*Protocol, error) {
+	p := &Protocol{Name: name, File: file, Order: model.FIFO, Lease: DefaultLease, Batch: 1, Sections: map[string]*Section{}, Source: src, Worker: worker}
 	errAt := func(line int, format string, args ...any) error {
 		return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -164,6 +203,12 @@ func Parse(name, file, src string) (*Protocol, error) {
 		if name, ok := header(trimmed, "-- name:"); ok {
 			if _, known := sectionParams[name]; !known {
 				return nil, errAt(line, "unknown section %q (sections: %s)", name, strings.Join(sectionNames(), ", "))
+			}
+			if worker != "" && contains(workerSections, name) {
+				return nil, errAt(line, "section %q: the worker (--worker) runs the %s; a worker's file holds only the harness's sections (enqueue, state, expire, due, age, schema, reset)", name, name)
+			}
+			if worker == "" && name == Reset {
+				return nil, errAt(line, "section %q belongs to a worker's file (outboxlab check --worker); a protocol file's tables are emptied whole", name)
 			}
 			if prev := p.Sections[name]; prev != nil {
 				return nil, errAt(line, "section %q appears twice (first at line %d)", name, prev.Line)
@@ -195,11 +240,17 @@ func Parse(name, file, src string) (*Protocol, error) {
 		}
 		return nil, errAt(line+1, "read: %v", err)
 	}
-	if strings.TrimSpace(src) == "" {
+	required := requiredSections
+	if worker != "" {
+		// The schema may come from the worker's install; whether it does
+		// is known only once it answers init (Install).
+		required = nil
+	}
+	if strings.TrimSpace(src) == "" && worker == "" {
 		// Line 1 even for 0 bytes: an editor jumps to FILE:1, not FILE:0.
 		return nil, errAt(1, "empty protocol file: it needs sections %s", strings.Join(requiredSections, ", "))
 	}
-	for _, req := range requiredSections {
+	for _, req := range required {
 		if p.Sections[req] == nil {
 			return nil, errAt(line, "missing required section %q", req)
 		}

@@ -21,6 +21,18 @@ import (
 
 // StatementCount is how many statements section holds (0: no such section).
 func (s *Statements) StatementCount(section string) int {
+	if s.Worker != nil {
+		// A worker's operation is one request: never split.
+		switch section {
+		case Claim, Complete, Retry:
+			return 1
+		case Renew, Rescue:
+			if s.Worker.Has(section) {
+				return 1
+			}
+		}
+		return 0
+	}
 	st, ok := s.Stmts[section]
 	if !ok {
 		return 0

@@ -41,6 +41,10 @@ type Statements struct {
 	// driver), for a protocol written in Go: Stmts is then empty, and the
 	// worker runs the driver it finds by this name (Driver).
 	GoDriver string `json:",omitempty"`
+	// Worker is the worker executable that runs claim, complete, retry,
+	// renew and rescue (docs/worker-protocol.md): Stmts then holds only
+	// the harness's sections.
+	Worker *WorkerSpec `json:",omitempty"`
 }
 
 // Querier runs a statement: a *pgx.Conn or a pgx.Tx.

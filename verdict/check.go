@@ -194,6 +194,9 @@ func Reproduce(p *sut.Protocol, seed uint64, cfg machine.Config, topo pgserver.T
 	if topo != "" && topo != pgserver.Single {
 		cmd += " --topology " + string(topo)
 	}
+	if p.Worker != "" {
+		cmd += " --worker " + shellQuote(p.Worker)
+	}
 	return cmd + " " + arg
 }
 
@@ -206,3 +209,6 @@ func EffectiveSteps() int {
 	}
 	return steps
 }
+
+// shellQuote is s as one shell word.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -194,3 +194,10 @@ func noCancelRequests(cfg *pgx.ConnConfig) {
 		return dial(ctx, network, addr)
 	}
 }
+
+// Connections is how many server backends carry the application_name app.
+func Connections(ctx context.Context, conn *pgx.Conn, app string) (int, error) {
+	var n int
+	err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n)
+	return n, err
+}

@@ -33,6 +33,10 @@ type Process struct {
 	paused  bool
 	// Backend is the server pid of the worker's current connection.
 	Backend uint32
+	// ext is set for a worker executable's process (external.go), which
+	// speaks the worker protocol; the fields above for the pipe are then
+	// unused.
+	ext *external
 }
 
 // ErrHung is returned when a worker does not answer in time: it is blocked
@@ -60,6 +64,9 @@ func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
 func Spawn(spec Spec) (*Process, error) {
 	if spec.OpTimeout == 0 {
 		spec.OpTimeout = 5 * time.Second
+	}
+	if spec.Statements.Worker != nil {
+		return spawnExternal(spec)
 	}
 	p, err := takeWarm()
 	if err != nil {
@@ -155,7 +162,7 @@ func (p *Process) Do(req Request) (Response, error) {
 	if err := p.send(req); err != nil {
 		return Response{}, err
 	}
-	return p.await(p.spec.OpTimeout + 2*time.Second)
+	return p.await(p.requestTimeout(req))
 }
 
 // Drive sends an OpDrive request and waits up to limit for its answer,
@@ -183,6 +190,9 @@ func (p *Process) send(req Request) error {
 	if p.paused {
 		return fmt.Errorf("%s is paused: a request would wait forever", p.Name)
 	}
+	if p.ext != nil {
+		return p.ext.send(p, req)
+	}
 	if _, err := p.stdin.Write(encodeRequest(req)); err != nil {
 		return fmt.Errorf("send to %s: %w", p.Name, err)
 	}
@@ -199,7 +209,7 @@ func (p *Process) DoWatched(req Request, interval time.Duration, blockedBy func(
 	if err := p.send(req); err != nil {
 		return Response{}, err
 	}
-	deadline := time.Now().Add(p.spec.OpTimeout + 2*time.Second)
+	deadline := time.Now().Add(p.requestTimeout(req))
 	probe := interval
 	if req.MayWait {
 		// A statement sent to wait shows up waiting within a millisecond
@@ -228,6 +238,9 @@ func (p *Process) DoWatched(req Request, interval time.Duration, blockedBy func(
 const firstWaitProbe = 2 * time.Millisecond
 
 func (p *Process) await(limit time.Duration) (Response, error) {
+	if p.ext != nil {
+		return p.ext.await(limit)
+	}
 	line, err := p.readLine(limit)
 	switch {
 	case err == io.EOF:
@@ -248,7 +261,7 @@ func (p *Process) await(limit time.Duration) (Response, error) {
 // Pause stops the process (SIGSTOP): its connection and any open
 // transaction stay as they are, as in a long GC pause or a stalled VM.
 func (p *Process) Pause() error {
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := p.signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
 	p.paused = true
@@ -257,7 +270,7 @@ func (p *Process) Pause() error {
 
 // Resume continues a paused process (SIGCONT).
 func (p *Process) Resume() error {
-	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := p.signal(syscall.SIGCONT); err != nil {
 		return err
 	}
 	p.paused = false
@@ -270,6 +283,11 @@ func (p *Process) Paused() bool { return p.paused }
 // Kill sends SIGKILL and waits for the exit. The server rolls back the
 // worker's open transaction when it notices the connection is gone.
 func (p *Process) Kill() *os.ProcessState {
+	if p.ext != nil {
+		p.ext.c.Kill(true)
+		p.paused = false
+		return nil
+	}
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	p.stdin.Close()
 	p.out.Close()
@@ -282,6 +300,11 @@ func (p *Process) Kill() *os.ProcessState {
 // background. For callers that only need the connection gone (they wait
 // for the server backend), not the process's exit status.
 func (p *Process) KillAsync() {
+	if p.ext != nil {
+		p.ext.c.Kill(false)
+		p.paused = false
+		return
+	}
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	p.stdin.Close()
 	p.out.Close()
@@ -292,14 +315,29 @@ func (p *Process) KillAsync() {
 // statements (Backend): its connection's pid, or through a pooler its
 // application_name.
 func (p *Process) ServerBackend() Backend {
-	return Backend{PID: p.Backend, App: p.spec.App, Pooled: p.spec.Pooled}
+	// A worker executable does not report its backend's pid: its backend
+	// is found by its application_name, as through a pooler.
+	return Backend{PID: p.Backend, App: p.spec.App, Pooled: p.spec.Pooled || p.ext != nil}
+}
+
+// signal sends sig to the worker's process.
+func (p *Process) signal(sig syscall.Signal) error {
+	if p.ext != nil {
+		return p.ext.c.Signal(sig)
+	}
+	return p.cmd.Process.Signal(sig)
 }
 
 // AppName is the application_name of the process's connections, its own.
 func (p *Process) AppName() string { return p.spec.App }
 
 // Pid is the worker's process id (for logs, never for failure messages).
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int {
+	if p.ext != nil {
+		return p.ext.c.Pid()
+	}
+	return p.cmd.Process.Pid
+}
 
 // KilledBySIGKILL reports whether a process state is a death by SIGKILL.
 func KilledBySIGKILL(st *os.ProcessState) bool {

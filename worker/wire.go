@@ -87,6 +87,10 @@ type Response struct {
 	// section may not (two rows from a claim, a NULL generation): the
 	// protocol's own failure, with the connection intact.
 	Protocol bool `json:"protocol,omitempty"`
+	// Rule is a Protocol failure's rule, the same whatever its particulars
+	// (a row count, an event): "" when Err's text is the rule
+	// (sut.ProtocolRule).
+	Rule string `json:"rule,omitempty"`
 	// Timeout is set when the statement hit OpTimeout (a claim blocked on a
 	// lock, or a black-holed connection).
 	Timeout bool `json:"timeout,omitempty"`

@@ -36,6 +36,9 @@ type checkFlags struct {
 	split   bool
 	broker  brokerFlags // relay mode (broker.go)
 	topo    topologyFlag
+	// worker is the command of a worker executable (--worker): each
+	// PROTOCOL is then that worker's file (docs/worker-protocol.md).
+	worker string
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -56,6 +59,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.profile, "profile", false, "a verdict per property: each broken one with its own counterexample, found with the others relaxed (docs/libraries.md)")
 	fs.Var(&f.shard, "shard", "K/N: run part K of N of the budget, disjoint seed ranges (needs --seed; docs/nightly.md)")
 	addTopologyFlag(fs, &f.topo)
+	fs.StringVar(&f.worker, "worker", "", "`'CMD ARGS'`: a worker executable in any language runs claim, complete, retry, renew and rescue; each FILE holds the directives and the harness's sections (docs/worker-protocol.md)")
 	f.broker.register(fs)
 	cf := addConcurrentFlags(fs)
 	fs.Usage = func() {
@@ -74,7 +78,15 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "outboxlab check:", err)
 		return exitBad
 	}
-	protocols, err := loadAll(fs.Args())
+	if f.worker != "" && len(fs.Args()) == 0 {
+		fmt.Fprintln(stderr, "outboxlab check: --worker needs the worker's protocol FILE")
+		return exitBad
+	}
+	if f.worker != "" && (cf.on || f.broker.on) {
+		fmt.Fprintln(stderr, "outboxlab check: --worker runs the state machine only: the concurrent mode's workers drive themselves in Go, and relay mode's publish to the broker from Go (docs/worker-protocol.md)")
+		return exitBad
+	}
+	protocols, err := loadAllWorker(fs.Args(), f.worker)
 	if err != nil {
 		fmt.Fprintln(stderr, "outboxlab:", err)
 		return exitBad

@@ -26,6 +26,23 @@ func loadAll(args []string) ([]*sut.Protocol, error) {
 	return out, nil
 }
 
+// loadAllWorker is loadAll, or with a worker command, every argument as
+// that worker's file.
+func loadAllWorker(args []string, worker string) ([]*sut.Protocol, error) {
+	if worker == "" {
+		return loadAll(args)
+	}
+	var out []*sut.Protocol
+	for _, a := range args {
+		p, err := sut.ResolveWorker(a, worker)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // installAll starts (or finds) the topology's server and installs every
 // protocol in a schema of its own, checking each with the server before any
 // step runs.

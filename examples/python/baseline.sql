@@ -1,0 +1,6 @@
+-- The harness's side of the article's unsafe baseline relay, for a worker
+-- (outboxlab check --worker '/usr/bin/python3 examples/python/baseline.py'):
+-- the worker creates the table (its install) and runs claim, complete and
+-- retry in its own code. The enqueue, state, expire, due and age fixtures
+-- are the defaults, written for the article's table outbox_lab.
+-- outboxlab: order=fifo
