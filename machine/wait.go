@@ -119,7 +119,7 @@ func (r *run) waitingSteps() []model.Op {
 			continue
 		}
 		for _, k := range kinds {
-			if op := (model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen}); r.waitsOn(op) != "" {
+			if op := (model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID}); r.waitsOn(op) != "" {
 				cands = append(cands, op)
 			}
 		}
