@@ -224,3 +224,41 @@ func TestUnreachableUpstream(t *testing.T) {
 		t.Fatal("a reply from an upstream that does not exist")
 	}
 }
+
+// BenchmarkStart is what a worker's proxy costs a harness: starting it,
+// one connection through it to the upstream, and closing it.
+func BenchmarkStart(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	buf := make([]byte, 1)
+	for b.Loop() {
+		p, err := Start("w1", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := net.Dial("tcp", p.Addr())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+		p.Close()
+	}
+}
