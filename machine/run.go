@@ -33,6 +33,10 @@ type run struct {
 	// the claim (bookClaims): at once for a claim, at the commit for a
 	// claim inside a transaction.
 	received map[[2]string]receivedClaim
+	// grantedAt is when the step that last granted each event's lease (a
+	// claim, a renew) began, by the harness's clock (agetime.go).
+	grantedAt map[string]time.Time
+	stepStart time.Time
 	// replayTokens maps a replayed program's tokens, as its lines show
 	// them, to the tokens the replay's own claims returned (show.go).
 	replayTokens map[string]string
@@ -151,6 +155,7 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 	if on := r.waitsOn(op); on != "" {
 		return r.startWait(op, on)
 	}
+	r.stepStart = time.Now()
 	got := do()
 	next, got := r.judge(op, got, fmt.Sprintf("%3d. ", r.stepNumber()))
 	if r.endsWait(op) {
@@ -195,6 +200,7 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 		r.receive(op.Worker, got)
 	}
 	r.bookClaims(next)
+	r.noteGrants(op, got)
 	r.traceOutcome(got, allowed)
 	line := prefix + r.shownStep(op, got)
 	if len(next) == 0 {
