@@ -95,6 +95,11 @@ func check(s search.Searcher, r Run, res Result) Result {
 		res.CounterexampleSteps = c.Steps()
 		res.Checks = c.Checks
 		res.Reproduce = Reproduce(s.Inst.Proto, c.FailingSeed(r.Seed), r.Cfg, s.Srv.Topology)
+		if p, err := machine.ParseProgram(c.Program); err == nil {
+			res.Program = ProgramOf(p)
+			res.Settings = SettingsOf(s.Inst.Proto, r.Cfg)
+			res.Replay = ReplayCommand(s.Inst.Proto, r.Cfg, s.Srv.Topology)
+		}
 		if r.OnFailure != nil {
 			r.OnFailure(s.Harness, c, res)
 		}
@@ -171,14 +176,27 @@ func TopologyOf(srv *pgserver.Server) string {
 // steps, the workers, the faults, the topology). Under -short rapid halves
 // the steps, so the command asks for that many.
 func Reproduce(p *sut.Protocol, seed uint64, cfg machine.Config, topo pgserver.Topology) string {
-	arg := p.Name
-	if !strings.HasPrefix(p.File, "builtin/") {
-		arg = p.File
-	}
 	cmd := fmt.Sprintf("outboxlab check --checks 1 --seed %d", seed)
 	if steps := EffectiveSteps(); steps != 30 {
 		cmd += fmt.Sprintf(" --steps %d", steps)
 	}
+	return cmd + settingFlags(p, cfg, topo) + " " + protocolArg(p)
+}
+
+// protocolArg is p as the command line names it: a built-in's name, or
+// its file.
+func protocolArg(p *sut.Protocol) string {
+	if strings.HasPrefix(p.File, "builtin/") {
+		return p.Name
+	}
+	return p.File
+}
+
+// settingFlags are the flags of check (and replay) that change what a
+// program does: the workers, the faults, the waiting and split steps,
+// the topology and the worker executable, each when not the default.
+func settingFlags(p *sut.Protocol, cfg machine.Config, topo pgserver.Topology) string {
+	cmd := ""
 	if def := machine.Default(); cfg.MaxWorkers != def.MaxWorkers {
 		cmd += fmt.Sprintf(" --workers %d", cfg.MaxWorkers)
 	}
@@ -197,7 +215,7 @@ func Reproduce(p *sut.Protocol, seed uint64, cfg machine.Config, topo pgserver.T
 	if p.Worker != "" {
 		cmd += " --worker " + shellQuote(p.Worker)
 	}
-	return cmd + " " + arg
+	return cmd
 }
 
 // EffectiveSteps is the average steps per check a check draws now: rapid's
