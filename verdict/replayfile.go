@@ -134,9 +134,7 @@ func readPrinted(path, text string) (Counterexample, error) {
 			drained = true
 		case !drained && len(l) > 4 && l[3] == '.':
 			c.StepLines = append(c.StepLines, i+1)
-		case !drained && strings.HasPrefix(t, "^ violation: "):
-			// A step that failed before its line was printed is read
-			// from the violation (machine.ParseProgram).
+		case !drained && unloggedStep(t):
 			c.StepLines = append(c.StepLines, i+1)
 		}
 	}
@@ -150,4 +148,14 @@ func readPrinted(path, text string) (Counterexample, error) {
 	}
 	c.Program = p
 	return c, nil
+}
+
+// unloggedStep reports whether a violation line names a step that failed
+// before its line was printed ("^ violation: w2.Begin() blocked ..."),
+// which machine.ParseProgram reads as a step; a printed step's violation
+// repeats it with its outcome ("w1.Claim() -> empty: ...").
+func unloggedStep(line string) bool {
+	text, ok := strings.CutPrefix(line, "^ violation: ")
+	i := strings.Index(text, ") ")
+	return ok && i >= 0 && !strings.HasPrefix(text[i+1:], " -> ")
 }
