@@ -18,9 +18,11 @@ type Program struct {
 }
 
 // Step is one numbered line: the op and what the protocol returned when
-// the program was recorded. Fault is the network fault that hit it
-// (ActRequestLost, ActReplyLost), "" for none: a replay injects it again
-// at this step.
+// the program was recorded. Fault is the fault that hit it, "" for none:
+// a lost request or reply (ActRequestLost, ActReplyLost), or a commit
+// stuck behind a stalled synchronous standby (ActStuckCommit, whose
+// failover is the Failover() step after it). A replay injects it again at
+// this step.
 type Step struct {
 	Op    model.Op
 	Out   model.Outcome
@@ -103,20 +105,21 @@ func ParseProgram(lines []string) (Program, error) {
 	return p, nil
 }
 
-// stepFault is the network fault a step's comment names ("   // reply_lost,
-// ambiguous: ..."), "" for none. A commit stuck behind a stalled standby
-// is not a fault of one step: it cannot be replayed.
+// stepFault is the fault a step's comment names ("   // reply_lost,
+// ambiguous: ..."), "" for none.
 func stepFault(comment string) (string, error) {
 	note := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(comment), "//"))
 	name, _, _ := strings.Cut(note, ",")
 	switch name {
-	case ActRequestLost, ActReplyLost:
+	case ActRequestLost, ActReplyLost, ActStuckCommit:
 		return name, nil
-	case ActStuckCommit:
-		return "", fmt.Errorf("a commit stuck behind a stalled standby cannot be replayed")
 	}
 	return "", nil
 }
+
+// ambiguousNote is the comment the machine prints after a step whose
+// outcome is unknown (judge): the fault first, when one hit it.
+const ambiguousNote = "ambiguous: applied or not, decided by the next read"
 
 const violationPrefix = "^ violation: "
 
@@ -163,12 +166,16 @@ func parseSetup(line string) (workers, events []string, err error) {
 }
 
 // String prints p as the machine prints a program's setup and steps (no
-// drain, no violation): what ParseProgram reads back.
+// drain, no violation), each fault in its step's comment: what
+// ParseProgram reads back.
 func (p Program) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "setup: %d workers (%s), events %s", len(p.Workers), strings.Join(p.Workers, " "), strings.Join(p.Events, " "))
 	for i, s := range p.Steps {
 		fmt.Fprintf(&b, "\n%3d. %s", i+1, model.FormatStep(s.Op, s.Out))
+		if s.Fault != "" {
+			fmt.Fprintf(&b, "   // %s, %s", s.Fault, ambiguousNote)
+		}
 	}
 	return b.String()
 }

@@ -62,32 +62,74 @@ func (h *Harness) replay(p Program, mode replayMode) (*Violation, error) {
 			}
 		}()
 		r := h.beginProgram(t, p.Workers, p.Events)
-		for _, s := range p.Steps {
+		stuck := false // the last step ran a stuck commit, its failover included
+		for i, s := range p.Steps {
 			op := s.Op
+			if stuck && op.Kind == model.Failover {
+				stuck = false
+				continue
+			}
+			stuck = false
 			if mode == rebinding {
 				op = r.rebound(op)
 			}
-			if err := r.canReplay(op); err != nil {
+			err := r.canReplay(op)
+			if err == nil && s.Fault != "" {
+				err = r.canReplayFault(s.Fault)
+			}
+			if err != nil {
 				if mode != strict {
 					continue
 				}
-				harnessErr = fmt.Errorf("replay %v: %w", op, err)
+				harnessErr = &ReplayError{Step: i + 1, Op: op, Err: err}
 				return
 			}
-			if s.Fault != "" {
-				if r.h.Faults == nil {
-					harnessErr = fmt.Errorf("replay %v: the step's %s needs a harness with network faults", op, s.Fault)
-					return
-				}
+			switch s.Fault {
+			case "":
+				r.runOp(op)
+			case ActStuckCommit:
+				r.stuckCommit(r.withClaim(op))
+				stuck = true
+			default:
 				r.faultedStep(r.withClaim(op), s.Fault)
-				continue
 			}
-			r.runOp(op)
 			r.noteReplayTokens(op, s.Out)
 		}
 		r.drain()
 	}()
 	return h.Failure(), harnessErr
+}
+
+// ReplayError is a program a strict replay refuses: its step Step (from
+// 1) could not have been drawn at its point.
+type ReplayError struct {
+	Step int
+	Op   model.Op
+	Err  error
+}
+
+func (e *ReplayError) Error() string {
+	return fmt.Sprintf("replay step %d, %v: %v", e.Step, e.Op, e.Err)
+}
+
+func (e *ReplayError) Unwrap() error { return e.Err }
+
+// canReplayFault holds a step's fault to what the harness can inject, as
+// networkFault and stuckFailover draw it: a lost request or reply needs
+// the network faults, a stuck commit a synchronous standby to fail over
+// to, and neither hits a step while another waits or a split is open.
+func (r *run) canReplayFault(fault string) error {
+	switch {
+	case r.h.Faults == nil:
+		return fmt.Errorf("the step's %s needs a harness with faults", fault)
+	case r.waiting != nil || r.split != nil:
+		return fmt.Errorf("a step waits or a split is open: no %s until it ends", fault)
+	case fault == ActStuckCommit && (r.h.Faults.ServerFault() != pgserver.FaultFailover || r.h.Faults.Rewinds()):
+		return fmt.Errorf("a %s needs a synchronous standby to fail over to", fault)
+	case fault != ActRequestLost && fault != ActReplyLost && fault != ActStuckCommit:
+		return fmt.Errorf("no fault %q", fault)
+	}
+	return nil
 }
 
 // beginProgram is begin with the setup given instead of drawn.

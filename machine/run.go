@@ -220,7 +220,7 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 		r.fail(ruleOf(detail), detail)
 	}
 	if got.Kind == model.Unknown {
-		note := "ambiguous: applied or not, decided by the next read"
+		note := ambiguousNote
 		if r.fault != "" {
 			note = r.fault + ", " + note
 		}

@@ -19,7 +19,8 @@ import (
 // know its step's outcome: it is unknown, and the next read decides, as
 // for a lost reply.
 
-// ActStuckCommit is the comment that marks such a step in a program.
+// ActStuckCommit is the comment that marks such a step in a program, and
+// its Step.Fault.
 const ActStuckCommit = "stuck_commit"
 
 // stuckFailover is sync-standby's db_restart with a worker's step caught
@@ -28,8 +29,12 @@ const ActStuckCommit = "stuck_commit"
 // the server shows its commit waiting on the standby the primary fails
 // over. A step that answers without waiting (a claim that found nothing
 // commits no write) is judged as it answered, and the failover follows.
-func (r *run) stuckFailover(t *rapid.T) {
-	op := r.faultTarget(t)
+func (r *run) stuckFailover(t *rapid.T) { r.stuckCommit(r.faultTarget(t)) }
+
+// stuckCommit is stuckFailover's step and failover for op: drawn, or a
+// replayed program's step marked stuck_commit. The program's Failover()
+// line after it is this failover: a replay does not run it again.
+func (r *run) stuckCommit(op model.Op) {
 	w := op.Worker
 	if err := r.h.connected(w); err != nil {
 		r.t.Fatalf("harness: %s before %s: %v", w, ActStuckCommit, err)

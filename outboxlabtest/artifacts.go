@@ -11,7 +11,8 @@ import (
 // keepCounterexample writes a failed run's counterexample into the
 // directory OUTBOXLAB_ARTIFACTS names, if it names one: the program with
 // its protocol, rule and reproduce line in # headers, the shape of
-// outboxlab's testdata/regressions, for a CI job to upload. It returns the
+// outboxlab's testdata/regressions, for a CI job to upload and Replay to
+// run. It returns the
 // file's path ("" when the variable is unset).
 func keepCounterexample(test string, res Result) (string, error) {
 	dir := os.Getenv("OUTBOXLAB_ARTIFACTS")
@@ -23,7 +24,12 @@ func keepCounterexample(test string, res Result) (string, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# A counterexample outboxlabtest.Check found in %s.\n", test)
-	fmt.Fprintf(&b, "# protocol: %s\n# rule: %s\n# reproduce: %s\n", res.Protocol, res.Violation, res.Reproduce)
+	// The protocol as Replay and outboxlab replay find it: its path.
+	protocol := res.Protocol
+	if res.Settings != nil {
+		protocol = res.Settings.Protocol
+	}
+	fmt.Fprintf(&b, "# protocol: %s\n# rule: %s\n# reproduce: %s\n", protocol, res.Violation, res.Reproduce)
 	for _, line := range res.Counterexample {
 		b.WriteString(line + "\n")
 	}

@@ -131,8 +131,13 @@ func describe(t testing.TB, res Result) string {
 	}
 	text := sb.String()
 	if res.Reproduce != "" {
-		line := "  reproduce: " + res.Reproduce + "\n"
-		text = strings.Replace(text, line, line+"  reproduce with go test: "+goTestCommand(t.Name(), res)+"\n", 1)
+		// After the seed's line: the same check under go test.
+		for _, label := range []string{"  reproduce from the seed: ", "  reproduce: "} {
+			if line := label + res.Reproduce + "\n"; strings.Contains(text, line) {
+				text = strings.Replace(text, line, line+"  reproduce with go test: "+goTestCommand(t.Name(), res)+"\n", 1)
+				break
+			}
+		}
 	}
 	return text
 }

@@ -55,7 +55,8 @@ func TestCheckFailsMutant(t *testing.T) {
 		"1. w1.Claim() -> claimed e1 gen=1",
 		"^ violation: ",
 		"broken invariant: ",
-		"reproduce: outboxlab check --checks 1 --seed ",
+		"reproduce: outboxlab replay FILE ../testdata/mutants/claim_ready_only.sql   (FILE: ",
+		"reproduce from the seed: outboxlab check --checks 1 --seed ",
 		"reproduce with go test: go test -run '^TestCheckFailsMutant$' -rapid.checks=1 -rapid.seed=",
 	} {
 		if !strings.Contains(report, want) {

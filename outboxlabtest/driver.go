@@ -55,12 +55,12 @@ func RunDriver(name string, opts ...Option) (Result, error) {
 }
 
 // runDriver runs the search with the Reproduce line verdict makes, whose
-// flags goTestCommand reads.
+// flags goTestCommand reads, and without its replay line.
 func runDriver(name string, opts []Option) (Result, error) {
 	if newOptions(opts).worker != "" {
 		return Result{}, errors.New("outboxlabtest.Worker: a Go driver runs in the suite's own worker processes; use Check or Run for a worker executable")
 	}
-	return run(func() (installer, error) {
+	res, err := run(func() (installer, error) {
 		// Here rather than at install: an unregistered name is bad input,
 		// told before any server starts.
 		if _, err := driver.Lookup(name); err != nil {
@@ -70,6 +70,9 @@ func runDriver(name string, opts []Option) (Result, error) {
 			return sut.InstallDriver(ctx, connString, name)
 		}, nil
 	}, opts)
+	// The command cannot load a Go driver: no outboxlab replay line.
+	res.Replay = ""
+	return res, err
 }
 
 // printed is the result as verdict prints it.

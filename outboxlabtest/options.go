@@ -18,6 +18,7 @@ type options struct {
 	profile  bool
 	topology pgserver.Topology
 	worker   string
+	protocol string // Replay's protocol, when the option replaces the file's
 }
 
 func newOptions(opts []Option) options {
@@ -80,3 +81,9 @@ func Topology(t pgserver.Topology) Option { return func(o *options) { o.topology
 // (docs/worker-protocol.md); the protocol file holds the directives and
 // the harness's sections only. Check and Run take it; CheckDriver does not.
 func Worker(command string) Option { return func(o *options) { o.worker = command } }
+
+// Protocol makes Replay run the program against this protocol file (or
+// built-in name) instead of the one the file names: the counterexample of
+// a broken version, replayed against the fixed one. Check and Run take
+// their protocol as an argument and ignore it.
+func Protocol(path string) Option { return func(o *options) { o.protocol = path } }

@@ -274,22 +274,3 @@ setup: 2 workers (w1 w2), events e1
 		t.Errorf("a single Age was replaced: it may be what shows a short lease")
 	}
 }
-
-func TestWithoutFaultStepsCommitLostIsRollback(t *testing.T) {
-	got := withoutFaultSteps([]string{
-		"setup: 2 workers (w1 w2), events e1",
-		"  1. w1.Begin() -> claimed e1 gen=1",
-		"  2. w1.Commit() -> unknown   // request_lost, ambiguous: applied or not, decided by the next read",
-		"  3. w2.Claim() -> unknown   // request_lost, ambiguous: applied or not, decided by the next read",
-		"  4. w2.Claim() -> unknown   // reply_lost, ambiguous: applied or not, decided by the next read",
-	})
-	wantLines := []string{
-		"setup: 2 workers (w1 w2), events e1",
-		"  1. w1.Begin() -> claimed e1 gen=1",
-		"  2. w1.Rollback() -> ok",
-		"  4. w2.Claim() -> ok",
-	}
-	if strings.Join(got, "\n") != strings.Join(wantLines, "\n") {
-		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantLines, "\n"))
-	}
-}

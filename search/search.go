@@ -3,22 +3,22 @@ package search
 import (
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/pgserver"
 )
 
 // Search runs rapid.Check of h.Check with a recording TB named name. It
-// searches with rapid's own shrinking off, then shrinks the printed program
-// by replaying it (Minimize: well under a second for the baseline, where
-// rapid's shrinker, working on the random draws, takes thousands of
+// searches with rapid's own shrinking off, then shrinks the program it
+// found by replaying it (Minimize: well under a second for the baseline,
+// where rapid's shrinker, working on the random draws, takes thousands of
 // checks), for at most shrink (0: 30s; a protocol of many statements per
 // step, such as Solid Queue's, replays slowly and needs more to reach its
-// minimal form). A program with a network fault's step cannot be replayed:
-// the faults are dropped if the failure does not need them; otherwise rapid
-// shrinks from the failing seed for at most shrink (0: 30s).
+// minimal form). Faults are steps of the program like any other (a lost
+// request or reply, a stuck commit, a restart, crash or failover), which
+// a replay injects again at their step. Only a program that does not read
+// back (no replay can run it) is shrunk by rapid from the failing seed,
+// for at most shrink (0: 30s).
 //
 // rapid's flags must be usable: under go test, or after testing.Init and
 // flag parsing. It restores the flags it changes.
@@ -29,17 +29,6 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	}
 	if _, err := ParseProgram(c.Program); err == nil {
 		return h.minimizeFound(c, c, shrink)
-	}
-	// Most failures do not need the faults that happened on the way: with
-	// each lost request dropped and each lost reply delivered, the program
-	// may replay, and then shrink, to a failure of its own. It may break
-	// another rule than the one found (the drain reports a row the fault
-	// run reported earlier): it is still a real, and replayable, failure.
-	if p, err := ParseProgram(withoutFaultSteps(c.Program)); err == nil {
-		// Lenient: a step that only a dropped one made possible is skipped.
-		if v, err := h.ReplayLenient(p); err == nil && v != nil {
-			return h.minimizeFound(c, Catch{Caught: true, Program: h.Program(), Failure: v}, shrink)
-		}
 	}
 	if shrink == 0 {
 		shrink = h.defaultShrink()
@@ -96,37 +85,13 @@ func (h Searcher) keepSearch(found, shrunk Catch) Catch {
 var seedInReport = regexp.MustCompile(`-rapid\.seed=(\d+)`)
 
 // FailingSeed is the seed rapid reported for the failing check: from it,
-// the first check fails. base when rapid reported none.
+// the first check fails. base when rapid reported none. rapid gives the
+// seed of a failing check only in its report; the counterexample itself
+// is a value (Program), replayed without it.
 func (c Catch) FailingSeed(base uint64) uint64 {
 	if m := seedInReport.FindStringSubmatch(c.Report); m != nil {
 		seed, _ := strconv.ParseUint(m[1], 10, 64)
 		return seed
 	}
 	return base
-}
-
-// withoutFaultSteps rewrites a program that a replay cannot repeat into
-// one it can: a step whose request was lost is dropped (a server restart
-// replays, and stays), except a commit whose request was lost, which is what the lost
-// connection made of it, a rollback; a step whose reply was lost ran, and
-// is kept as an ordinary step (a replay compares what it observes with the
-// model, not with the recorded outcome).
-func withoutFaultSteps(program []string) []string {
-	var out []string
-	for _, line := range program {
-		switch {
-		case strings.Contains(line, ".Commit() -> ") && (strings.Contains(line, "// "+machine.ActRequestLost) || strings.Contains(line, "// "+machine.ActStuckCommit)):
-			line, _, _ = strings.Cut(line, "   //")
-			line = strings.Replace(strings.Replace(line, ".Commit() -> unknown", ".Rollback() -> ok", 1), ".Commit() -> ok", ".Rollback() -> ok", 1)
-		case strings.Contains(line, "// "+machine.ActRequestLost), strings.Contains(line, "// "+machine.ActStuckCommit):
-			// (A commit stuck behind the stalled standby is lost with the
-			// primary: as if it never reached the server.)
-			continue
-		case strings.Contains(line, "// "+machine.ActReplyLost):
-			line, _, _ = strings.Cut(line, "   //")
-			line = strings.Replace(line, " -> unknown", " -> ok", 1)
-		}
-		out = append(out, line)
-	}
-	return out
 }

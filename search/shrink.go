@@ -12,9 +12,9 @@ import (
 
 // Minimize shrinks a caught counterexample further by replaying it
 // (ShrinkProgram) and replays the result once more, so that the Catch and
-// the harness's Program and Failure describe the smaller program. A Catch
-// whose program cannot be replayed (one with a network fault's step) is
-// returned as it is.
+// the harness's Program and Failure describe the smaller program, its
+// faults included. A Catch whose program does not read back is returned as
+// it is.
 //
 // A protocol can fail a program only sometimes (one whose claim has no
 // ORDER BY returns rows in the order of the heap, which a vacuum changes

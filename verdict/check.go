@@ -95,6 +95,11 @@ func check(s search.Searcher, r Run, res Result) Result {
 		res.CounterexampleSteps = c.Steps()
 		res.Checks = c.Checks
 		res.Reproduce = Reproduce(s.Inst.Proto, c.FailingSeed(r.Seed), r.Steps, r.Cfg, s.Srv.Topology)
+		if p, err := machine.ParseProgram(c.Program); err == nil {
+			res.Program = ProgramOf(p)
+			res.Settings = SettingsOf(s.Inst.Proto, r.Cfg)
+			res.Replay = ReplayCommand(s.Inst.Proto, r.Cfg, s.Srv.Topology)
+		}
 		if r.OnFailure != nil {
 			r.OnFailure(s.Harness, c, res)
 		}
@@ -172,14 +177,27 @@ func TopologyOf(srv *pgserver.Server) string {
 // rapid.steps (0: the flag's, as the command line or the test left it).
 // Under -short rapid halves the steps, so the command asks for that many.
 func Reproduce(p *sut.Protocol, seed uint64, steps int, cfg machine.Config, topo pgserver.Topology) string {
-	arg := p.Name
-	if !strings.HasPrefix(p.File, "builtin/") {
-		arg = p.File
-	}
 	cmd := fmt.Sprintf("outboxlab check --checks 1 --seed %d", seed)
 	if steps := effectiveSteps(steps); steps != 30 {
 		cmd += fmt.Sprintf(" --steps %d", steps)
 	}
+	return cmd + settingFlags(p, cfg, topo) + " " + protocolArg(p)
+}
+
+// protocolArg is p as the command line names it: a built-in's name, or
+// its file.
+func protocolArg(p *sut.Protocol) string {
+	if strings.HasPrefix(p.File, "builtin/") {
+		return p.Name
+	}
+	return p.File
+}
+
+// settingFlags are the flags of check (and replay) that change what a
+// program does: the workers, the faults, the waiting and split steps,
+// the topology and the worker executable, each when not the default.
+func settingFlags(p *sut.Protocol, cfg machine.Config, topo pgserver.Topology) string {
+	cmd := ""
 	if def := machine.Default(); cfg.MaxWorkers != def.MaxWorkers {
 		cmd += fmt.Sprintf(" --workers %d", cfg.MaxWorkers)
 	}
@@ -198,7 +216,7 @@ func Reproduce(p *sut.Protocol, seed uint64, steps int, cfg machine.Config, topo
 	if p.Worker != "" {
 		cmd += " --worker " + shellQuote(p.Worker)
 	}
-	return cmd + " " + arg
+	return cmd
 }
 
 // effectiveSteps is the average steps per check a run draws: its own

@@ -41,12 +41,18 @@ type Result struct {
 	Counterexample []string `json:"counterexample"`
 	// CounterexampleSteps counts the shrunk program's steps, the drain's
 	// included (machine.CountSteps).
-	CounterexampleSteps int            `json:"counterexample_steps,omitempty"`
-	Reproduce           string         `json:"reproduce,omitempty"`
-	Coverage            map[string]int `json:"coverage"`
-	Uncovered           []string       `json:"uncovered,omitempty"`     // required classes never reached: the result is inconclusive
-	NotExercised        []string       `json:"not_exercised,omitempty"` // what this protocol's sections leave out of every check
-	Error               string         `json:"error,omitempty"`
+	CounterexampleSteps int `json:"counterexample_steps,omitempty"`
+	// Program is the counterexample as a value (what `outboxlab replay`
+	// runs), Settings what the check ran with besides the topology, and
+	// Replay the command that replays it.
+	Program      *Program       `json:"program,omitempty"`
+	Settings     *Settings      `json:"settings,omitempty"`
+	Replay       string         `json:"replay,omitempty"`
+	Reproduce    string         `json:"reproduce,omitempty"`
+	Coverage     map[string]int `json:"coverage"`
+	Uncovered    []string       `json:"uncovered,omitempty"`     // required classes never reached: the result is inconclusive
+	NotExercised []string       `json:"not_exercised,omitempty"` // what this protocol's sections leave out of every check
+	Error        string         `json:"error,omitempty"`
 	// Profile is set by --profile: a verdict per property. ProfileStopped
 	// names the failure of no property that ended it, if one did.
 	Profile        []ProfileEntry `json:"profile,omitempty"`
@@ -111,7 +117,13 @@ func Print(w io.Writer, r Result) {
 		for _, line := range r.Counterexample {
 			fmt.Fprintln(w, "    "+line)
 		}
-		fmt.Fprintf(w, "  broken invariant: %s\n  reproduce: %s\n", r.Violation, r.Reproduce)
+		fmt.Fprintf(w, "  broken invariant: %s\n", r.Violation)
+		if r.Replay != "" {
+			fmt.Fprintf(w, "  reproduce: %s   (FILE: the counterexample above, or this check's --json)\n", r.Replay)
+			fmt.Fprintf(w, "  reproduce from the seed: %s\n", r.Reproduce)
+		} else {
+			fmt.Fprintf(w, "  reproduce: %s\n", r.Reproduce)
+		}
 	default:
 		fmt.Fprintf(w, "%s: ERROR: %s\n", name, r.Error)
 		return

@@ -28,6 +28,9 @@ func TestJSONSchema(t *testing.T) {
 	types := map[string]reflect.Type{
 		"check":         reflect.TypeFor[verdict.Result](),
 		"profile_entry": reflect.TypeFor[verdict.ProfileEntry](),
+		"program":       reflect.TypeFor[verdict.Program](),
+		"program_step":  reflect.TypeFor[verdict.ProgramStep](),
+		"settings":      reflect.TypeFor[verdict.Settings](),
 		"scenario":      reflect.TypeFor[scenarioResult](),
 		"concurrent":    reflect.TypeFor[concurrentResult](),
 		"bench":         reflect.TypeFor[bench.Figures](),
@@ -188,6 +191,9 @@ func typeSchema(typ reflect.Type) schema {
 // namedTypes are the struct types documented in tables of their own.
 var namedTypes = map[reflect.Type]string{
 	reflect.TypeFor[verdict.ProfileEntry](): "profile_entry",
+	reflect.TypeFor[verdict.Program]():      "program",
+	reflect.TypeFor[verdict.ProgramStep]():  "program_step",
+	reflect.TypeFor[verdict.Settings]():     "settings",
 	reflect.TypeFor[bench.Machine]():        "bench_machine",
 }
 

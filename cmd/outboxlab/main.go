@@ -21,6 +21,7 @@ import (
 
 const usage = `usage:
   outboxlab check [flags] [PROTOCOL ...]      run the state machine (default: leased baseline)
+  outboxlab replay [flags] FILE [PROTOCOL]    run a counterexample (check --json, or a printed program) once
   outboxlab scenarios [--json] [PROTOCOL ...]  run the article's six scenario tests
   outboxlab bench [--json]                     measure the suite against the SQL floor
   outboxlab bench --backlog [PROTOCOL ...]     a protocol's claim as its table grows (default: leased)
@@ -58,6 +59,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runScenarios(args[1:], stdout, stderr)
 	case "check":
 		return runCheck(args[1:], stdout, stderr)
+	case "replay":
+		return runReplay(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
 	case "-h", "--help", "help":

@@ -37,8 +37,11 @@ func TestCheckRunsOnTheTopology(t *testing.T) {
 	if code != exitFail || !strings.Contains(out, "baseline [async-commit]: FAIL: ") {
 		t.Fatalf("exit %d, output:\n%s\nwant a counterexample on the line of baseline [async-commit] (stderr %s)", code, out, stderr.String())
 	}
-	_, reproduce, _ := strings.Cut(out, "  reproduce: ")
+	_, reproduce, _ := strings.Cut(out, "  reproduce from the seed: ")
 	reproduce, _, _ = strings.Cut(reproduce, "\n")
+	if !strings.Contains(out, "  reproduce: outboxlab replay --faults=false --topology async-commit FILE baseline ") {
+		t.Errorf("the replay line does not carry the topology:\n%s", out)
+	}
 	if !strings.HasPrefix(reproduce, "outboxlab check --checks 1 --seed ") || !strings.HasSuffix(reproduce, " --faults=false --topology async-commit baseline") {
 		t.Fatalf("reproduce line %q does not carry the topology", reproduce)
 	}
