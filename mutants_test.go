@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -438,13 +439,14 @@ func writeMutantsTable(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured by `OUTBOXLAB_WRITE_TABLE=1 go test -run TestMutantsCaught -timeout 30m .` "+
-		"on %d cores (load average %s when it ended), one protocol at a time, once per rapid seed %v. "+
+	fmt.Fprintf(&b, "Measured by `OUTBOXLAB_WRITE_TABLE=1 go test -run TestMutantsCaught -timeout 90m .` "+
+		"at commit %s on %s, on %d cores (load average %s when it ended), one protocol at a time, once per rapid seed %v. "+
 		"Budget: the default (`machine.Default()`, %d checks) without faults; rapid finds, and search.Searcher.Minimize shrinks the program it found. "+
-		"*Checks* and *time to catch* run to the first failing check: the median over the seeds, then the range or the slowest; "+
+		"*Checks* is the check each seed caught the mutant at, in seed order (a seed's check count does not depend on the machine's load); "+
+		"*time to catch* runs to the first failing check: the median over the seeds, then the slowest; "+
 		"*shrunk in* runs from there to the shrunk counterexample (rapid's reproduction of the failure included); "+
 		"*steps* counts the shrunk counterexample's steps, the drain's included.\n\n",
-		runtime.NumCPU(), loadAverage(), tableSeeds, 100)
+		headCommit(), time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), loadAverage(), tableSeeds, 100)
 	fmt.Fprintf(&b, "**%d mutants: the six scenarios catch %d, the state machine %d.**", totals.mutants, totals.byScenarios, totals.byMachine)
 	if len(missedByScenarios) > 0 {
 		fmt.Fprintf(&b, " The scenarios miss %s.", strings.Join(missedByScenarios, ", "))
@@ -491,7 +493,7 @@ func tableRow(m protocolFile, runs []measured) string {
 	if caught < len(runs) {
 		sm = fmt.Sprintf("%d of %d seeds", caught, len(runs))
 	}
-	checks := intStats(runs, func(r measured) int { return r.checks })
+	checks := perSeed(runs)
 	times := durStats(runs, func(r measured) time.Duration { return r.toFind })
 	steps := intStats(runs, func(r measured) int { return r.steps })
 	rules := map[string]bool{}
@@ -527,6 +529,15 @@ func passRow(dir string, m protocolFile, runs []measured) string {
 	return fmt.Sprintf("| `%s` (%s) | %s | %s | %s |", m.name, kind, m.what, sc, sm)
 }
 
+// headCommit is the checkout's commit, short, or "unknown" outside git.
+func headCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // loadAverage is the one-minute load average, where the system tells it.
 func loadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -534,6 +545,20 @@ func loadAverage() string {
 		return f[0]
 	}
 	return "unknown"
+}
+
+// perSeed is the check each seed caught the mutant at, in seed order
+// ("missed" for a seed whose budget ran out first).
+func perSeed(runs []measured) string {
+	var out []string
+	for _, r := range runs {
+		if r.caught {
+			out = append(out, fmt.Sprint(r.checks))
+		} else {
+			out = append(out, "missed")
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // intStats is "median (max)" or, when they agree, one number.

@@ -52,6 +52,12 @@ func TestTokenFenceAcrossALostClaim(t *testing.T) {
 			if !strings.Contains(replayed, "reply_lost") || !strings.Contains(replayed, "rewound 1 acknowledged commit") {
 				t.Errorf("the replay did not lose the commit's reply and the claim:\n%s", replayed)
 			}
+			// Each line shows the protocol's own fence: the token's first
+			// characters, never a count the token protocol did not return.
+			if tc.rule == "" && (strings.Contains(replayed, "gen=") || !strings.Contains(replayed, "claimed e1 token=") ||
+				!strings.Contains(replayed, "w2.Complete(e1, token=")) {
+				t.Errorf("the token protocol's lines show no token, or a generation:\n%s", replayed)
+			}
 		})
 	}
 }

@@ -1,31 +1,20 @@
 package broker
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"sync"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
+	"github.com/outboxlab/outboxlab/internal/cutproxy"
 )
 
-// AckProxies puts an in-process toxiproxy proxy between each worker and
-// the broker, so that one worker's acknowledgments can be lost while its
-// requests still arrive. The worker's client sends every connection to
-// its proxy (a one-node cluster advertises one address).
-type AckProxies struct {
-	api      *toxiproxy.ApiServer
-	upstream string
-	mu       sync.Mutex
-	byName   map[string]*toxiproxy.Proxy
-}
+// AckProxies puts an in-process proxy (internal/cutproxy) between each
+// worker and the broker, so that one worker's acknowledgments can be lost
+// while its requests still arrive. The worker's client sends every
+// connection to its proxy (a one-node cluster advertises one address).
+type AckProxies struct{ set *cutproxy.Set }
 
 // NewAckProxies prepares proxies toward the broker's first seed.
 func (b *Broker) NewAckProxies() *AckProxies {
-	return &AckProxies{api: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
-		upstream: b.seeds[0], byName: map[string]*toxiproxy.Proxy{}}
+	return &AckProxies{set: cutproxy.NewSet(b.seeds[0])}
 }
 
 // Addr is where name's client connects: its proxy, started on first use.
@@ -34,22 +23,14 @@ func (ps *AckProxies) Addr(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	p.Lock()
-	defer p.Unlock()
-	return p.Listen, nil
+	return p.Addr(), nil
 }
 
-func (ps *AckProxies) proxy(name string) (*toxiproxy.Proxy, error) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if p := ps.byName[name]; p != nil {
-		return p, nil
-	}
-	p := toxiproxy.NewProxy(ps.api, "kafka-"+name, "127.0.0.1:0", ps.upstream)
-	if err := ps.api.Collection.Add(p, true); err != nil {
+func (ps *AckProxies) proxy(name string) (*cutproxy.Proxy, error) {
+	p, err := ps.set.Get("kafka-" + name)
+	if err != nil {
 		return nil, fmt.Errorf("start broker proxy for %s: %w", name, err)
 	}
-	ps.byName[name] = p
 	return p, nil
 }
 
@@ -62,20 +43,12 @@ func (ps *AckProxies) LoseAcks(name string) (undo func(), err error) {
 	if err != nil {
 		return func() {}, err
 	}
-	body, _ := json.Marshal(map[string]any{"name": "ack_lost", "type": "limit_data", "stream": "downstream",
-		"toxicity": 1, "attributes": map[string]any{"bytes": 0}})
-	added, err := p.Toxics.AddToxicJson(bytes.NewReader(body))
+	undo, err = p.Cut(cutproxy.Downstream)
 	if err != nil {
-		return func() {}, fmt.Errorf("add toxic to broker proxy %s: %w", name, err)
+		return func() {}, fmt.Errorf("lose acks on broker proxy %s: %w", name, err)
 	}
-	var once sync.Once
-	return func() { once.Do(func() { p.Toxics.RemoveToxic(context.Background(), added.Name) }) }, nil
+	return undo, nil
 }
 
 // Close stops every proxy and the connections through them.
-func (ps *AckProxies) Close() {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	ps.api.Collection.Clear()
-	ps.byName = map[string]*toxiproxy.Proxy{}
-}
+func (ps *AckProxies) Close() { ps.set.Close() }

@@ -1,8 +1,9 @@
 // Package faults holds what goes wrong: each fault is a small value with a
 // name that injects itself and returns the undo that ends it. The Injector
-// wires the network faults (one toxiproxy proxy per worker, so one
-// worker's connection can be cut without touching the others; in this
-// process, or on an external toxiproxy server through its API) and server
+// wires the network faults (one proxy per worker, so one worker's
+// connection can be cut without touching the others; in this process
+// (internal/cutproxy), or on an external toxiproxy server through its
+// API) and server
 // restarts into the state machine; the harness's own checking connection
 // bypasses the proxies.
 package faults

@@ -20,8 +20,8 @@ type Injector struct {
 	err     error // the first proxy that would not start
 }
 
-// New starts the workers' proxies in front of srv: in an in-process
-// toxiproxy, or, when OUTBOXLAB_TOXIPROXY_URL is set, on that toxiproxy
+// New starts the workers' proxies in front of srv: in this process, or,
+// when OUTBOXLAB_TOXIPROXY_URL is set, on that toxiproxy
 // server (see externalFromEnv). Close removes them. On a pooler topology
 // the proxies lead to the pooler's own database, whose connections have
 // no schema's search_path: NewFor is for the workers of a protocol.

@@ -1,15 +1,20 @@
 package faults
 
-import "os"
+import (
+	"fmt"
+	"os"
 
-// link is one worker's path to the server through a toxiproxy proxy: a
+	"github.com/outboxlab/outboxlab/internal/cutproxy"
+)
+
+// link is one worker's path to the server through a proxy of its own: a
 // toxic added to it cuts that worker's connection and no one else's.
 type link interface {
 	addToxic(t toxic) (undo func(), err error)
 }
 
 // proxySet hands out one link a worker name, made on first use, wherever
-// the toxiproxy runs: in this process (localProxies) or on a server
+// the proxy runs: in this process (localProxies) or on a toxiproxy server
 // reached through its HTTP API (externalProxies).
 type proxySet interface {
 	get(name string) (link, error)
@@ -46,4 +51,19 @@ type toxic struct {
 // (upstream: client to server; downstream: server to client), every time.
 func cut(name, stream string) toxic {
 	return toxic{Name: name, Type: "limit_data", Stream: stream, Toxicity: 1, Attributes: map[string]any{"bytes": 0}}
+}
+
+// direction is the stream a cut toxic loses, for the in-process proxies,
+// which know no other toxic.
+func (t toxic) direction() (cutproxy.Direction, error) {
+	if t.Type != "limit_data" || t.Toxicity != 1 || t.Attributes["bytes"] != 0 {
+		return 0, fmt.Errorf("toxic %s: the in-process proxies only cut a stream (limit_data of 0 bytes)", t.Name)
+	}
+	switch t.Stream {
+	case "upstream":
+		return cutproxy.Upstream, nil
+	case "downstream":
+		return cutproxy.Downstream, nil
+	}
+	return 0, fmt.Errorf("toxic %s: stream %q is neither upstream nor downstream", t.Name, t.Stream)
 }

@@ -1,31 +1,23 @@
 package faults
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/rs/zerolog"
+	"github.com/outboxlab/outboxlab/internal/cutproxy"
 )
 
-// localProxies is a toxiproxy running in this process, with one proxy a
-// name, each listening on a loopback port of its own and forwarding to the
-// server. Nothing listens once Close returns, and nothing outlives the
-// process.
+// localProxies are proxies in this process (internal/cutproxy), one a
+// name, each listening on a loopback port of its own and forwarding to
+// the server. Nothing listens once close returns, and nothing outlives
+// the process.
 type localProxies struct {
-	api        *toxiproxy.ApiServer
+	set        *cutproxy.Set
 	connString string // the server's
-	upstream   string // the server's host:port
-	mu         sync.Mutex
-	byName     map[string]*toxiproxy.Proxy
 }
 
 func newLocalProxies(connString string) (*localProxies, error) {
@@ -33,66 +25,39 @@ func newLocalProxies(connString string) (*localProxies, error) {
 	if err != nil {
 		return nil, err
 	}
-	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	return &localProxies{api: api, connString: connString, upstream: upstream, byName: map[string]*toxiproxy.Proxy{}}, nil
+	return &localProxies{set: cutproxy.NewSet(upstream), connString: connString}, nil
 }
 
 // get returns name's proxy, starting it on first use.
 func (ps *localProxies) get(name string) (link, error) {
-	p, err := ps.proxy(name)
+	p, err := ps.set.Get(name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("start proxy for %s: %w", name, err)
 	}
 	return localLink{p}, nil
 }
 
-func (ps *localProxies) proxy(name string) (*toxiproxy.Proxy, error) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if p := ps.byName[name]; p != nil {
-		return p, nil
-	}
-	p := toxiproxy.NewProxy(ps.api, name, "127.0.0.1:0", ps.upstream)
-	if err := ps.api.Collection.Add(p, true); err != nil {
-		return nil, fmt.Errorf("start proxy for %s: %w", name, err)
-	}
-	ps.byName[name] = p
-	return p, nil
-}
-
 func (ps *localProxies) connStringFor(name string) (string, error) {
-	p, err := ps.proxy(name)
+	p, err := ps.set.Get(name)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("start proxy for %s: %w", name, err)
 	}
-	p.Lock()
-	listen := p.Listen
-	p.Unlock()
-	return withAddress(ps.connString, listen)
+	return withAddress(ps.connString, p.Addr())
 }
 
-func (ps *localProxies) close() {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	ps.api.Collection.Clear()
-	ps.byName = map[string]*toxiproxy.Proxy{}
-}
+func (ps *localProxies) close() { ps.set.Close() }
 
-// localLink is a proxy of this process's toxiproxy.
-type localLink struct{ p *toxiproxy.Proxy }
+// localLink is a proxy of this process.
+type localLink struct{ p *cutproxy.Proxy }
 
-// addToxic adds a toxic to the proxy; the undo removes it.
+// addToxic cuts the toxic's stream, the one kind of toxic the faults use
+// (cut: limit_data of 0 bytes); the undo lifts it.
 func (l localLink) addToxic(t toxic) (undo func(), err error) {
-	body, err := json.Marshal(t)
+	d, err := t.direction()
 	if err != nil {
 		return nothing, err
 	}
-	added, err := l.p.Toxics.AddToxicJson(bytes.NewReader(body))
-	if err != nil {
-		return nothing, fmt.Errorf("add toxic to proxy %s: %w", l.p.Name, err)
-	}
-	name := added.Name
-	return once(func() { l.p.Toxics.RemoveToxic(context.Background(), name) }), nil
+	return l.p.Cut(d)
 }
 
 // tcpAddress is the host:port a connection string reaches. A proxy can

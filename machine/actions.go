@@ -39,6 +39,7 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		ActDBRestart:     r.dbRestart,
 		ActDBDurable:     r.dbDurable,
 		ActReissued:      r.reissued,
+		ActSpend:         r.spend,
 		ActRescue:        r.rescue,
 		ActRace:          r.race,
 		ActSplit:         r.splitAction,
@@ -71,6 +72,9 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		if name == ActRescue && !r.h.Inst.Proto.Has(sut.Rescue) {
 			continue
 		}
+		if name == ActSpend && r.h.Inst.Proto.MaxAttempts == 0 {
+			continue // no budget to spend
+		}
 		if !r.h.Inst.Proto.Has(sut.Tx) && (name == ActBegin || name == ActRace) {
 			continue // a worker executable without the tx feature claims in autocommit only
 		}
@@ -99,7 +103,7 @@ func (r *run) actions() map[string]func(*rapid.T) {
 // draws, and those it does not.
 var (
 	sessionOnly     = map[string]bool{ActEndSession: true}
-	notUnderSession = map[string]bool{ActExpire: true, ActAge: true, ActBegin: true, ActSplit: true, ActRace: true, ActReissued: true}
+	notUnderSession = map[string]bool{ActExpire: true, ActAge: true, ActBegin: true, ActSplit: true, ActRace: true, ActReissued: true, ActSpend: true}
 )
 
 func (r *run) alive(w string) bool   { return !r.dead[w] }
@@ -242,7 +246,7 @@ func (r *run) fixture(t *rapid.T, kind model.Kind) {
 		if r.blocks(op) {
 			continue
 		}
-		if fixtureApplies(kind, row) {
+		if fixtureApplies(kind, row) && (kind != model.Age || r.ageLeavesTime(row.Event)) {
 			cands = append(cands, row.Event)
 		}
 	}

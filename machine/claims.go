@@ -27,6 +27,18 @@ func (r *run) receive(worker string, got model.Outcome) {
 	}
 }
 
+// latestClaim is the ID of the latest claim worker received of event, 0
+// for none.
+func (r *run) latestClaim(worker, event string) int {
+	claims := r.model().Claims
+	for i := len(claims) - 1; i >= 0; i-- {
+		if claims[i].Worker == worker && claims[i].Event == event {
+			return claims[i].ID
+		}
+	}
+	return 0
+}
+
 // bookClaims gives every claim the step's possible states recorded (a
 // claim's, or the commit of one inside a transaction) the id and token its
 // worker received for it. Every possible state records the same claims,

@@ -70,7 +70,9 @@ func (r *run) drain() {
 			continue
 		}
 		for _, g := range got.Grants() {
-			op := r.withClaim(model.Op{Kind: model.Complete, Worker: w, Event: g.Event, Gen: g.Gen})
+			// The claim just received: the worker's latest of the row (the
+			// possible states may count its generation differently).
+			op := r.withClaim(model.Op{Kind: model.Complete, Worker: w, Event: g.Event, Gen: g.Gen, Claim: r.latestClaim(w, g.Event)})
 			if r.exec(op, func() model.Outcome { return r.runOutcome(op) }).Kind == model.Rejected {
 				rejected = true
 			}

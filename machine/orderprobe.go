@@ -27,7 +27,7 @@ import (
 // run or the claim never takes the passed-over row.
 func (r *run) orderDetail(op model.Op, got model.Outcome, modelMsg string) string {
 	took, passed := model.OrderSlip(r.model(), got)
-	if took == "" || !strings.Contains(modelMsg, "claim took "+took+" out of order: "+passed) {
+	if took == "" || !strings.Contains(modelMsg, ": claim took "+took+" out of order: "+passed) {
 		return modelMsg // no slip, or the model named a rule before it
 	}
 	takes, err := r.probeTakes(passed)
@@ -41,11 +41,15 @@ func (r *run) orderDetail(op model.Op, got model.Outcome, modelMsg string) strin
 			return fmt.Sprintf("%s: claim took %s out of order: %s ties with it on the claim's %s (%s was enqueued first and the claim takes it "+
 				"once %s is taken; rows that share the value the claim orders by come in whichever order the plan finds them, "+
 				"as every row one transaction enqueues shares now(): order by what follows enqueue order, such as the id)",
-				model.FormatStep(op, got), took, passed, key, passed, took)
+				r.shownStep(op, got), took, passed, key, passed, took)
 		}
 	}
+	what := passed
+	if strings.Contains(modelMsg, passed+", an expired lease,") {
+		what += ", an expired lease," // the model's rule, its cause told apart below
+	}
 	return fmt.Sprintf("%s: claim took %s out of order: %s is claimable first (the claim takes %s once %s is taken: "+
-		"its order does not follow enqueue order)", model.FormatStep(op, got), took, passed, passed, took)
+		"it does not skip it, its order does not follow enqueue order)", r.shownStep(op, got), took, what, passed, took)
 }
 
 // probeTakes runs the protocol's claim in a transaction on the harness's

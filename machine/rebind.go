@@ -27,14 +27,18 @@ func (r *run) rebound(op model.Op) model.Op {
 	if r.claimOf(op).ID > 0 {
 		return op
 	}
-	latest := int64(-1)
+	latest, nth := int64(-1), 0
 	for _, c := range claims {
-		if c.Worker == op.Worker && c.Event == op.Event && c.Gen > latest {
-			latest = c.Gen
+		if c.Worker == op.Worker && c.Event == op.Event {
+			nth++
+			latest = max(latest, c.Gen)
 		}
 	}
 	if latest >= 0 {
 		op.Gen = latest
+		if op.Fence.Kind == model.ShowNone {
+			op.Fence.Nth = nth // the line names the worker's Nth claim: its latest now
+		}
 	}
 	return op
 }

@@ -83,6 +83,7 @@ func (h *Harness) replay(p Program, mode replayMode) (*Violation, error) {
 				continue
 			}
 			r.runOp(op)
+			r.noteReplayTokens(op, s.Out)
 		}
 		r.drain()
 	}()

@@ -32,12 +32,19 @@ type run struct {
 	// (its id and token), by worker and event, until the model records
 	// the claim (bookClaims): at once for a claim, at the commit for a
 	// claim inside a transaction.
-	received  map[[2]string]receivedClaim
-	rescued   map[string]bool // events a rescue returned to READY, not claimed since
-	workers   []string
-	dead      map[string]bool
-	nextEvent int
-	draining  bool
+	received map[[2]string]receivedClaim
+	// grantedAt is when the step that last granted each event's lease (a
+	// claim, a renew) began, by the harness's clock (agetime.go).
+	grantedAt map[string]time.Time
+	stepStart time.Time
+	// replayTokens maps a replayed program's tokens, as its lines show
+	// them, to the tokens the replay's own claims returned (show.go).
+	replayTokens map[string]string
+	rescued      map[string]bool // events a rescue returned to READY, not claimed since
+	workers      []string
+	dead         map[string]bool
+	nextEvent    int
+	draining     bool
 	// faultPending is set while a network fault is armed, when a timeout
 	// is the fault's doing and not a blocked statement.
 	faultPending bool
@@ -70,15 +77,44 @@ func (r *run) model() model.State { return r.states[0] }
 func (r *run) claimOf(op model.Op) model.Claim { return r.model().ClaimOf(op) }
 
 // withClaim is op with the ID of the claim it is for, as a program read
-// from text names it only by worker, event and generation.
+// from text names it only by its line's fence: a generation, the worker's
+// Nth claim of the row, or a token the replay has seen its program's claim
+// return (the replay's own claim returned another: replayTokens).
 func (r *run) withClaim(op model.Op) model.Op {
 	switch op.Kind {
 	case model.Complete, model.Retry, model.Renew:
-		if op.Claim == 0 {
-			op.Claim = r.claimOf(op).ID
+	default:
+		return op
+	}
+	if op.Claim == 0 && op.Fence.Kind == model.ShowToken {
+		if full, ok := r.replayTokens[op.Fence.Token]; ok {
+			for id, tok := range r.tokens.byClaim {
+				if tok == full {
+					op.Claim = id
+				}
+			}
 		}
 	}
+	if c := r.claimOf(op); c.ID > 0 {
+		op.Claim, op.Gen = c.ID, c.Gen
+	}
 	return op
+}
+
+// noteReplayTokens maps the tokens a replayed claim step's line showed to
+// the ones the replay's claim returned, row by row.
+func (r *run) noteReplayTokens(op model.Op, recorded model.Outcome) {
+	if recorded.Shown != model.ShowToken {
+		return
+	}
+	if r.replayTokens == nil {
+		r.replayTokens = map[string]string{}
+	}
+	for i, g := range recorded.Grants() {
+		if rc, ok := r.received[[2]string{op.Worker, g.Event}]; ok && i < len(recorded.Tokens) {
+			r.replayTokens[recorded.Tokens[i]] = rc.token
+		}
+	}
 }
 
 // hasGen reports whether the model predicts the generation: a counter, not
@@ -119,6 +155,7 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 	if on := r.waitsOn(op); on != "" {
 		return r.startWait(op, on)
 	}
+	r.stepStart = time.Now()
 	got := do()
 	next, got := r.judge(op, got, fmt.Sprintf("%3d. ", r.stepNumber()))
 	if r.endsWait(op) {
@@ -163,10 +200,11 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 		r.receive(op.Worker, got)
 	}
 	r.bookClaims(next)
+	r.noteGrants(op, got)
 	r.traceOutcome(got, allowed)
-	line := prefix + model.FormatStep(op, got)
+	line := prefix + r.shownStep(op, got)
 	if len(next) == 0 {
-		r.log(line + "   // model: " + outcomes(allowed))
+		r.log(line + "   // model: " + r.outcomes(allowed))
 		if !r.hasGen() && got.Kind == model.Claimed {
 			got = withModelGens(r.model(), got)
 		}
@@ -175,7 +213,10 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 		}
 		r.checkDead(op)
 		err := model.Explain(r.model(), op, got, allowed)
-		detail := r.orderDetail(op, got, fmt.Sprintf("%v", err)) + r.idNote(op)
+		// The model names the step as it judged it; the line shows the
+		// protocol's own fence.
+		why := strings.TrimPrefix(fmt.Sprintf("%v", err), model.FormatStep(op, got))
+		detail := r.orderDetail(op, got, r.shownStep(op, got)+why) + r.idNote(op)
 		r.fail(ruleOf(detail), detail)
 	}
 	if got.Kind == model.Unknown {
@@ -336,11 +377,11 @@ func withModelGens(s model.State, o model.Outcome) model.Outcome {
 	return o
 }
 
-func outcomes(ts []model.Transition) string {
+func (r *run) outcomes(ts []model.Transition) string {
 	var out []string
 	seen := map[string]bool{}
 	for _, t := range ts {
-		s := t.Out.String()
+		s := r.shownModel(t.Out).String()
 		if !seen[s] {
 			seen[s] = true
 			out = append(out, s)

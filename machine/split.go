@@ -85,7 +85,7 @@ func (r *run) splitAction(t *rapid.T) {
 	var cands []model.Op
 	for _, c := range r.model().Claims {
 		for _, kind := range splittable {
-			op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Part: model.Part{Upto: 1, Of: r.statementsToSplit(kind)}}
+			op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID, Part: model.Part{Upto: 1, Of: r.statementsToSplit(kind)}}
 			if r.canSplit(op) == nil {
 				cands = append(cands, op)
 			}

@@ -69,7 +69,7 @@ func (r *run) advanceClaimSplit(t *rapid.T) {
 			continue
 		}
 		for _, k := range []model.Kind{model.Complete, model.Retry} {
-			if op := (model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen}); !r.blocks(op) {
+			if op := (model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID}); !r.blocks(op) {
 				cands = append(cands, op)
 			}
 		}

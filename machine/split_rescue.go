@@ -77,7 +77,7 @@ func (r *run) stepsOnExpiredRows() []model.Op {
 			continue
 		}
 		for _, k := range kinds {
-			if op := (model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen}); !r.blocks(op) {
+			if op := (model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID}); !r.blocks(op) {
 				cands = append(cands, op)
 			}
 		}

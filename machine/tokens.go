@@ -51,7 +51,7 @@ func (r *run) checkTokens(op model.Op, got model.Outcome) {
 		tok := r.tokens.claimed[g.Event]
 		if r.tokens.seen[g.Event][tok] {
 			r.fail("token reissued", fmt.Sprintf("%s: %s was handed token %s again (fence=token: a claim's token must be new to its row, "+
-				"a claim a rewind lost included)", model.FormatStep(op, got), g.Event, tok))
+				"a claim a rewind lost included)", r.shownStep(op, got), g.Event, tok))
 		}
 	}
 }

@@ -26,7 +26,7 @@ func (r *run) traceBegin(op model.Op) func() {
 		return func() {}
 	}
 	rec.t.Steps = append(rec.t.Steps, TraceStep{
-		N: len(rec.t.Steps) + 1, Actor: actorOf(op), Kind: op.Kind, Op: op.String(),
+		N: len(rec.t.Steps) + 1, Actor: actorOf(op), Kind: op.Kind, Op: r.shownOp(op).String(),
 		Drain: r.draining, Fault: faultOf(op, r.fault),
 		Model: modelRows(r.model(), r.hasGen()), ModelBefore: true,
 	})
@@ -40,12 +40,12 @@ func (r *run) traceOutcome(got model.Outcome, allowed []model.Transition) {
 		return
 	}
 	cur := r.h.trace.cur
-	cur.Got = got.String()
+	cur.Got = r.shownOutcome(got).String()
 	if got.Kind == model.Waiting {
 		cur.WaitingOn = got.On
 	}
 	for _, tr := range allowed {
-		if s := tr.Out.String(); !slices.Contains(cur.Expected, s) {
+		if s := r.shownModel(tr.Out).String(); !slices.Contains(cur.Expected, s) {
 			cur.Expected = append(cur.Expected, s)
 		}
 	}

@@ -119,7 +119,7 @@ func (r *run) waitingSteps() []model.Op {
 			continue
 		}
 		for _, k := range kinds {
-			if op := (model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen}); r.waitsOn(op) != "" {
+			if op := (model.Op{Kind: k, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID}); r.waitsOn(op) != "" {
 				cands = append(cands, op)
 			}
 		}
@@ -260,7 +260,7 @@ func (r *run) startWait(op model.Op, on string) model.Outcome {
 		r.h.waiter = w
 		out := model.Outcome{Kind: model.Waiting, On: on}
 		r.traceOutcome(out, nil)
-		r.log(fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, out)))
+		r.log(fmt.Sprintf("%3d. %s", r.stepNumber(), r.shownStep(op, out)))
 		r.countCoverage(op, out)
 		return out
 	}

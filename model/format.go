@@ -53,7 +53,7 @@ func (o Op) String() string {
 		b.WriteString(expirePrefix + o.Event) // expiring.go
 	}
 	if sh.gen {
-		fmt.Fprintf(&b, ", gen=%d", o.Gen)
+		b.WriteString(o.Fence.suffix(o.Gen))
 	}
 	b.WriteString(")")
 	if o.Part.Of > 0 {
@@ -68,8 +68,8 @@ func (o Op) String() string {
 func (o Outcome) String() string {
 	if o.Kind == Claimed {
 		var parts []string
-		for _, g := range o.Grants() {
-			parts = append(parts, fmt.Sprintf("%s gen=%d", g.Event, g.Gen))
+		for i, g := range o.Grants() {
+			parts = append(parts, g.Event+o.grantFence(i, g.Gen))
 		}
 		return "claimed " + strings.Join(parts, ", ")
 	}
@@ -144,12 +144,11 @@ func parseWholeOp(text string) (Op, error) {
 		return Op{}, fmt.Errorf("parse op %q: unknown kind %q", text, op.Kind)
 	}
 	if sh.gen {
-		event, gen, ok := strings.Cut(args, ", gen=")
-		n, err := strconv.ParseInt(gen, 10, 64)
-		if !ok || err != nil {
-			return Op{}, fmt.Errorf("parse op %q: want %s(EVENT, gen=N)", text, op.Kind)
+		event, fence, err := parseFence(args)
+		if err != nil {
+			return Op{}, fmt.Errorf("parse op %q: want %s(EVENT, gen=N), %s(EVENT, token=T) or %s(EVENT, claim=K): %v", text, op.Kind, op.Kind, op.Kind, err)
 		}
-		op.Event, op.Gen = event, n
+		op.Event, op.Gen, op.Fence = event, fence.gen, fence.Fence
 	} else if sh.event {
 		op.Event = args
 	} else if e, ok := strings.CutPrefix(args, expirePrefix); ok && op.Kind == Begin {
@@ -187,21 +186,36 @@ func ParseOutcome(text string) (Outcome, error) {
 	return Outcome{}, fmt.Errorf("parse outcome %q: want ok, empty, claimed EVENT gen=N[, EVENT gen=N...], applied, rejected, unknown, waiting on WORKER or rewound N acknowledged commits", text)
 }
 
-// parseGrants reads "e1 gen=1, e3 gen=2" as a claim's outcome.
+// parseGrants reads "e1 gen=1, e3 gen=2" (or "e1, e3", or "e1 token=T1,
+// e3 token=T2") as a claim's outcome.
 func parseGrants(text string) (Outcome, bool) {
 	var grants []Grant
-	for _, part := range strings.Split(text, ", ") {
+	out := Outcome{Kind: Claimed}
+	for i, part := range strings.Split(text, ", ") {
 		f := strings.Fields(part)
-		if len(f) != 2 || !strings.HasPrefix(f[1], "gen=") {
+		shown := ShowNone
+		var gen int64
+		switch {
+		case len(f) == 1:
+		case len(f) == 2 && strings.HasPrefix(f[1], "gen="):
+			n, err := strconv.ParseInt(strings.TrimPrefix(f[1], "gen="), 10, 64)
+			if err != nil {
+				return Outcome{}, false
+			}
+			shown, gen = ShowGen, n
+		case len(f) == 2 && strings.HasPrefix(f[1], "token=") && len(f[1]) > len("token="):
+			shown = ShowToken
+			out.Tokens = append(out.Tokens, strings.TrimPrefix(f[1], "token="))
+		default:
 			return Outcome{}, false
 		}
-		n, err := strconv.ParseInt(strings.TrimPrefix(f[1], "gen="), 10, 64)
-		if err != nil {
+		if i > 0 && shown != out.Shown {
 			return Outcome{}, false
 		}
-		grants = append(grants, Grant{Event: f[0], Gen: n})
+		out.Shown = shown
+		grants = append(grants, Grant{Event: f[0], Gen: gen})
 	}
-	out := Outcome{Kind: Claimed, Event: grants[0].Event, Gen: grants[0].Gen}
+	out.Event, out.Gen = grants[0].Event, grants[0].Gen
 	if len(grants) > 1 {
 		out.More = grants[1:]
 	}

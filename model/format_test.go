@@ -61,6 +61,13 @@ func TestStepRoundTrip(t *testing.T) {
 	for _, line := range []string{
 		"w2.Complete(e1, gen=1) -> rejected",
 		"w1.Claim() -> claimed e12 gen=40",
+		// A token protocol's line: the token's first characters.
+		"w1.Claim() -> claimed e1 token=3f2a9c1e, e2 token=77aa01b2",
+		"w1.Retry(e2, token=77aa01b2) -> applied",
+		// A protocol without a fence: no count the protocol never gave,
+		// the worker's second claim of e1.
+		"w1.Claim() -> claimed e1",
+		"w1.Complete(e1, claim=2) -> rejected",
 		"w3.Begin() -> empty",
 		"Enqueue(e1) -> ok",
 		"w1.Commit() -> unknown",
@@ -82,8 +89,11 @@ func TestParseStepRejects(t *testing.T) {
 		"",
 		"w1.Claim()",
 		"w1.Claim() -> maybe",
-		"w1.Claim() -> claimed e1",
 		"w1.Claim() -> claimed e1 gen=x",
+		"w1.Claim() -> claimed e1 gen=1, e2",
+		"w1.Claim() -> claimed e1 token=",
+		"w1.Complete(e1, claim=0) -> applied",
+		"w1.Complete(e1, color=red) -> applied",
 		"w1.Fly() -> ok",
 		"Claim() -> ok",
 		"w1.Claim(e1) -> ok",

@@ -170,9 +170,10 @@ func (s State) lastClaimOf(r Row) int {
 }
 
 // ClaimOf is the claim op (a complete, retry or renew) is for: the one its
-// Claim names, or without one the latest claim op's worker received of
-// its event at its generation. A claim the worker never received has ID 0,
-// and owns no row.
+// Claim names; without one, as its line named it (op.Fence): the worker's
+// Nth claim of the event, or the latest it received of the event at the
+// generation, or (a token the model does not know) of the event. A claim
+// the worker never received has ID 0, and owns no row.
 func (s State) ClaimOf(op Op) Claim {
 	if op.Claim > 0 && op.Claim <= len(s.Claims) {
 		if c := s.Claims[op.Claim-1]; c.Worker == op.Worker && c.Event == op.Event {
@@ -180,8 +181,23 @@ func (s State) ClaimOf(op Op) Claim {
 		}
 	}
 	want := Claim{Worker: op.Worker, Event: op.Event, Gen: op.Gen}
+	match := want.Same
+	switch op.Fence.Kind {
+	case ShowNone:
+		n := 0
+		for _, c := range s.Claims {
+			if c.Worker == op.Worker && c.Event == op.Event {
+				if n++; n == op.Fence.Nth {
+					return c
+				}
+			}
+		}
+		return want
+	case ShowToken:
+		match = func(c Claim) bool { return c.Worker == op.Worker && c.Event == op.Event }
+	}
 	for i := len(s.Claims) - 1; i >= 0; i-- {
-		if s.Claims[i].Same(want) {
+		if match(s.Claims[i]) {
 			return s.Claims[i]
 		}
 	}

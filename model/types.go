@@ -204,9 +204,13 @@ type Op struct {
 	Event  string
 	Gen    int64
 	// Claim is the ID of the claim a complete, retry or renew is for
-	// (Claim.ID). 0, as in a program read from text, means the latest
-	// claim the worker received of Event at Gen (State.ClaimOf).
+	// (Claim.ID). 0, as in a program read from text, means the claim
+	// Fence names (State.ClaimOf).
 	Claim int
+	// Fence is how a program line names the claim an outcome is for: by
+	// the protocol's own fence (fence.go). Printing only: the model judges
+	// by Claim, or by what Fence resolves to.
+	Fence Fence
 	// Part is set on the two halves of a complete, retry or renew split at
 	// a statement boundary (split.go); zero for a whole step.
 	Part Part
@@ -240,6 +244,10 @@ type Outcome struct {
 	More  []Grant
 	On    string // Waiting: the worker whose open transaction holds the row
 	Lost  int    // Rewound: how many acknowledged commits the rewind lost
+	// Shown is the fence a claim's line shows (fence.go), with Tokens
+	// under fence=token, a grant's each: printing only, never compared.
+	Shown  FenceKind
+	Tokens []string
 }
 
 // Grants are every row a claim returned, in enqueue order.

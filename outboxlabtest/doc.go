@@ -21,7 +21,9 @@
 //
 // The server is found or started as the command does: DATABASE_URL (or
 // the libpq PG* variables), else a throwaway cluster from local PostgreSQL
-// server binaries, else a Docker container; Main stops whatever was started.
+// server binaries, else a Docker container when the test binary imports
+// github.com/outboxlab/outboxlab/pgserver/docker for its side effect (left
+// out otherwise, with the Docker client); Main stops whatever was started.
 // With Topology, the check runs on that deployment instead (async-commit,
 // async-standby, sync-standby), which the harness builds from local server
 // binaries.

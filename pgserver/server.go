@@ -1,7 +1,7 @@
 // Package pgserver provides the PostgreSQL server a run works against: one the
 // user points at (DATABASE_URL or the libpq PG* variables), a throwaway
-// cluster started from local server binaries, or a Docker container, in that
-// order. A cluster the harness owns can be crashed and restarted for fault
+// cluster started from local server binaries, or a Docker container
+// (when package pgserver/docker is linked in), in that order. A cluster the harness owns can be crashed and restarted for fault
 // tests; nothing it starts outlives the process that started it.
 package pgserver
 
@@ -28,10 +28,10 @@ type Server struct {
 	Topology Topology
 
 	connString string
-	cluster    *cluster      // set when Source == "local"
-	container  *dockerServer // set when Source == "docker"
-	deploy     *deployment   // set for the rewinding and standby topologies
-	pool       *pooler       // set for the pooler topologies, with cluster
+	cluster    *cluster    // set when Source == "local"
+	container  Container   // set when Source == "docker"
+	deploy     *deployment // set for the rewinding and standby topologies
+	pool       *pooler     // set for the pooler topologies, with cluster
 	mu         sync.Mutex
 }
 
@@ -39,7 +39,7 @@ type Server struct {
 // is available.
 var ErrNoServer = errors.New("no PostgreSQL server: set DATABASE_URL (or the libpq PG* variables) to use an existing server, " +
 	"install PostgreSQL server binaries (OUTBOXLAB_PG_BIN, pg_config --bindir, PATH or /usr/lib/postgresql/*/bin) to start a throwaway cluster, " +
-	"or run a Docker daemon to start a postgres container")
+	"or run a Docker daemon to start a postgres container (in a binary that imports github.com/outboxlab/outboxlab/pgserver/docker)")
 
 // Start finds or starts a server. The caller must Close it.
 func Start(ctx context.Context) (*Server, error) {
@@ -54,14 +54,14 @@ func Start(ctx context.Context) (*Server, error) {
 		}
 		return adopt(ctx, "local", c.connString(), c, nil)
 	}
-	d, dockerErr := startDocker(ctx)
+	d, dockerErr := startContainer(ctx)
 	if dockerErr == nil {
-		return adopt(ctx, "docker", d.connString, nil, d)
+		return adopt(ctx, "docker", d.ConnString(), nil, d)
 	}
 	return nil, fmt.Errorf("%w (local binaries: %v; docker: %v)", ErrNoServer, binErr, dockerErr)
 }
 
-func adopt(ctx context.Context, source, cs string, c *cluster, d *dockerServer) (*Server, error) {
+func adopt(ctx context.Context, source, cs string, c *cluster, d Container) (*Server, error) {
 	s := &Server{Source: source, Topology: Single, connString: cs, cluster: c, container: d}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -136,7 +136,7 @@ func (s *Server) Close() {
 		s.cluster.stop()
 	}
 	if s.container != nil {
-		s.container.close()
+		s.container.Close()
 	}
 	if s.deploy != nil {
 		s.deploy.close()

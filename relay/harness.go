@@ -8,6 +8,9 @@ import (
 	"github.com/outboxlab/outboxlab/broker"
 	"github.com/outboxlab/outboxlab/sut"
 	"github.com/outboxlab/outboxlab/worker"
+	// The worker processes a relay starts are this binary: they answer
+	// publish and consume with the ops relayops registers.
+	"github.com/outboxlab/outboxlab/worker/relayops"
 )
 
 // Config is what a relay run varies.
@@ -59,7 +62,7 @@ func New(ctx context.Context, inst *sut.Instance, b *broker.Broker, cfg Config, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := inst.Conn.Exec(ctx, worker.ConsumerTables); err != nil {
+	if _, err := inst.Conn.Exec(ctx, relayops.ConsumerTables); err != nil {
 		return nil, fmt.Errorf("create the consumer's tables: %w", err)
 	}
 	h := &Harness{Cfg: cfg, Opts: opts, Inst: inst, Broker: b, warm: map[string]int{}, topic: inst.Statements.Schema + ".relay"}

@@ -94,7 +94,7 @@ func check(s search.Searcher, r Run, res Result) Result {
 		res.Counterexample = c.Program
 		res.CounterexampleSteps = c.Steps()
 		res.Checks = c.Checks
-		res.Reproduce = Reproduce(s.Inst.Proto, c.FailingSeed(r.Seed), r.Cfg, s.Srv.Topology)
+		res.Reproduce = Reproduce(s.Inst.Proto, c.FailingSeed(r.Seed), r.Steps, r.Cfg, s.Srv.Topology)
 		if r.OnFailure != nil {
 			r.OnFailure(s.Harness, c, res)
 		}
@@ -168,15 +168,16 @@ func TopologyOf(srv *pgserver.Server) string {
 
 // Reproduce is the command that runs the failing check alone: its seed, a
 // budget of one check, and whatever else changes the program drawn (the
-// steps, the workers, the faults, the topology). Under -short rapid halves
-// the steps, so the command asks for that many.
-func Reproduce(p *sut.Protocol, seed uint64, cfg machine.Config, topo pgserver.Topology) string {
+// steps, the workers, the faults, the topology). steps is the run's
+// rapid.steps (0: the flag's, as the command line or the test left it).
+// Under -short rapid halves the steps, so the command asks for that many.
+func Reproduce(p *sut.Protocol, seed uint64, steps int, cfg machine.Config, topo pgserver.Topology) string {
 	arg := p.Name
 	if !strings.HasPrefix(p.File, "builtin/") {
 		arg = p.File
 	}
 	cmd := fmt.Sprintf("outboxlab check --checks 1 --seed %d", seed)
-	if steps := EffectiveSteps(); steps != 30 {
+	if steps := effectiveSteps(steps); steps != 30 {
 		cmd += fmt.Sprintf(" --steps %d", steps)
 	}
 	if def := machine.Default(); cfg.MaxWorkers != def.MaxWorkers {
@@ -200,10 +201,12 @@ func Reproduce(p *sut.Protocol, seed uint64, cfg machine.Config, topo pgserver.T
 	return cmd + " " + arg
 }
 
-// EffectiveSteps is the average steps per check a check draws now: rapid's
-// flag, halved under -short as rapid's Repeat does.
-func EffectiveSteps() int {
-	steps, _ := strconv.Atoi(flag.CommandLine.Lookup("rapid.steps").Value.String())
+// effectiveSteps is the average steps per check a run draws: its own
+// (steps), else rapid's flag, halved under -short as rapid's Repeat does.
+func effectiveSteps(steps int) int {
+	if steps == 0 {
+		steps, _ = strconv.Atoi(flag.CommandLine.Lookup("rapid.steps").Value.String())
+	}
 	if testing.Short() {
 		steps /= 2
 	}

@@ -2,18 +2,38 @@ package worker
 
 import (
 	"context"
-	"net"
-	"strings"
+	"fmt"
 
-	"github.com/outboxlab/outboxlab/broker"
+	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/outboxlab/broker/payload"
 )
 
 // The relay ops (publish, consume) make a worker process a relay's
 // publisher or the downstream consumer: the broker client lives in the
-// process that is killed or paused, never in the harness.
-var relayOps = map[string]func(ctx context.Context, a *agent, req Request) Response{
-	OpPublish: publish,
-	OpConsume: consume,
+// process that is killed or paused, never in the harness. They are in
+// package worker/relayops, which registers them when imported (package
+// relay does), so that a binary that runs no relay links no Kafka client.
+
+// RelayOp runs one relay op in the worker process, on the worker's
+// database connection.
+type RelayOp func(ctx context.Context, conn *pgx.Conn, req Request) Response
+
+var relayOps = map[string]RelayOp{}
+
+// RegisterRelayOp makes op the worker's answer to requests named name.
+// Call it from an init function: the table is read without a lock.
+func RegisterRelayOp(name string, op RelayOp) { relayOps[name] = op }
+
+// relayOp runs a registered relay op; ok is false for a name that is no
+// relay op.
+func (a *agent) relayOp(ctx context.Context, req Request) (resp Response, ok bool) {
+	if op := relayOps[req.Op]; op != nil {
+		return op(ctx, a.conn, req), true
+	}
+	if req.Op == OpPublish || req.Op == OpConsume {
+		return Response{Err: fmt.Sprintf("relay op %s: not linked into this binary (import github.com/outboxlab/outboxlab/worker/relayops)", req.Op)}, true
+	}
+	return Response{}, false
 }
 
 // Relay op names.
@@ -31,9 +51,9 @@ type RelayRequest struct {
 	Topic string `json:"topic"`
 
 	// Publish: the record.
-	Key     string         `json:"key,omitempty"`
-	EventID string         `json:"event_id,omitempty"`
-	Payload broker.Payload `json:"payload,omitzero"`
+	Key     string          `json:"key,omitempty"`
+	EventID string          `json:"event_id,omitempty"`
+	Payload payload.Payload `json:"payload,omitzero"`
 
 	// Consume: the consumer group whose committed offset it resumes
 	// from, and how it behaves.
@@ -77,15 +97,3 @@ type Consumed struct {
 	// Applied is false when the dedup table already had the record's key.
 	Applied bool `json:"applied"`
 }
-
-// dialerVia sends every connection to addr, whatever broker address the
-// client asked for.
-func dialerVia(addr string) func(ctx context.Context, network, host string) (net.Conn, error) {
-	return func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}
-}
-
-// clientKey identifies a broker client's configuration, to reuse it.
-func clientKey(r *RelayRequest) string { return strings.Join(r.Brokers, ",") + "|" + r.Via }

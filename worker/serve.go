@@ -216,8 +216,8 @@ func (a *agent) run(ctx context.Context, req Request) Response {
 		}
 		return Response{}
 	}
-	if op := relayOps[req.Op]; op != nil {
-		return op(ctx, a, req)
+	if resp, ok := a.relayOp(ctx, req); ok {
+		return resp
 	}
 	return Response{Err: fmt.Sprintf("unknown op %q", req.Op)}
 }

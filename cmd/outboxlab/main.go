@@ -15,6 +15,7 @@ import (
 	"os"
 
 	"github.com/outboxlab/outboxlab/pgserver"
+	_ "github.com/outboxlab/outboxlab/pgserver/docker" // the last resort for a server, as docs/server.md says
 	"github.com/outboxlab/outboxlab/worker"
 )
 

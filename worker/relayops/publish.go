@@ -1,11 +1,13 @@
-package worker
+package relayops
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/outboxlab/outboxlab/broker"
+	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/outboxlab/broker/payload"
+	"github.com/outboxlab/outboxlab/worker"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -22,7 +24,7 @@ var producer struct {
 	key string
 }
 
-func producerFor(r *RelayRequest) (*kgo.Client, error) {
+func producerFor(r *worker.RelayRequest) (*kgo.Client, error) {
 	if producer.cl != nil && producer.key == clientKey(r) {
 		return producer.cl, nil
 	}
@@ -51,19 +53,19 @@ func closeProducer() {
 }
 
 // publish sends one record and waits for the broker's acknowledgment.
-func publish(ctx context.Context, _ *agent, req Request) Response {
+func publish(ctx context.Context, _ *pgx.Conn, req worker.Request) worker.Response {
 	r := req.Relay
 	if r == nil || r.Topic == "" {
-		return Response{Err: "publish: no topic"}
+		return worker.Response{Err: "publish: no topic"}
 	}
 	cl, err := producerFor(r)
 	if err != nil {
-		return Response{Err: fmt.Sprintf("publish: broker client: %v", err)}
+		return worker.Response{Err: fmt.Sprintf("publish: broker client: %v", err)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	rec := &kgo.Record{Topic: r.Topic, Key: []byte(r.Key), Value: r.Payload.Encode(),
-		Headers: []kgo.RecordHeader{{Key: broker.EventIDHeader, Value: []byte(r.EventID)}}}
+		Headers: []kgo.RecordHeader{{Key: payload.EventIDHeader, Value: []byte(r.EventID)}}}
 	done := make(chan kgo.ProduceResults, 1)
 	go func() { done <- cl.ProduceSync(ctx, rec) }()
 	var res kgo.ProduceResults
@@ -78,7 +80,7 @@ func publish(ctx context.Context, _ *agent, req Request) Response {
 	}
 	if err := res.FirstErr(); err != nil {
 		closeProducer()
-		return Response{Relay: &RelayReply{Err: fmt.Sprintf("no acknowledgment: %v", err)}}
+		return worker.Response{Relay: &worker.RelayReply{Err: fmt.Sprintf("no acknowledgment: %v", err)}}
 	}
-	return Response{Relay: &RelayReply{Offset: res[0].Record.Offset}}
+	return worker.Response{Relay: &worker.RelayReply{Offset: res[0].Record.Offset}}
 }

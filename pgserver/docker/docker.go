@@ -1,4 +1,8 @@
-package pgserver
+// Package docker is pgserver's last resort, a postgres container, for
+// the binaries that import it (the outboxlab command does): it registers
+// itself with pgserver.RegisterContainer, so that a binary that does not
+// import it links no Docker client.
+package docker
 
 import (
 	"context"
@@ -7,10 +11,21 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/outboxlab/outboxlab/pgserver"
 
 	"github.com/ory/dockertest/v3"
 	"github.com/ory/dockertest/v3/docker"
 )
+
+func init() {
+	pgserver.RegisterContainer(func(ctx context.Context) (pgserver.Container, error) {
+		d, err := start(ctx)
+		if err != nil {
+			return nil, err // not a nil *dockerServer in a non-nil Container
+		}
+		return d, nil
+	})
+}
 
 // dockerServer is a postgres container, the last resort when no server was
 // configured and no local binaries exist. It is removed on close and expires
@@ -21,7 +36,7 @@ type dockerServer struct {
 	connString string
 }
 
-func startDocker(ctx context.Context) (*dockerServer, error) {
+func start(ctx context.Context) (*dockerServer, error) {
 	pool, err := dockertest.NewPool("")
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
@@ -62,13 +77,17 @@ func startDocker(ctx context.Context) (*dockerServer, error) {
 		return conn.Close(cctx)
 	})
 	if err != nil {
-		d.close()
+		d.Close()
 		return nil, fmt.Errorf("postgres container did not accept connections: %w", err)
 	}
 	return d, nil
 }
 
-func (d *dockerServer) close() {
+// ConnString reaches the container's database.
+func (d *dockerServer) ConnString() string { return d.connString }
+
+// Close removes the container.
+func (d *dockerServer) Close() {
 	if d.res != nil {
 		d.pool.Purge(d.res)
 	}

@@ -1,4 +1,4 @@
-package worker
+package relayops
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/outboxlab/outboxlab/broker"
+	"github.com/outboxlab/outboxlab/worker"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -33,50 +34,50 @@ CREATE TABLE IF NOT EXISTS relay_effects (
 // offset it finds on starting, and for each record applies it to the
 // database (deduplicated in the same transaction) and then commits its
 // offset, as a consumer that resumes where its group left off.
-func consume(ctx context.Context, a *agent, req Request) Response {
+func consume(ctx context.Context, conn *pgx.Conn, req worker.Request) worker.Response {
 	r := req.Relay
 	if r == nil || r.Topic == "" || r.Group == "" {
-		return Response{Err: "consume: no topic or group"}
+		return worker.Response{Err: "consume: no topic or group"}
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(r.Brokers...), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
-		return Response{Relay: &RelayReply{Err: fmt.Sprintf("broker client: %v", err)}}
+		return worker.Response{Relay: &worker.RelayReply{Err: fmt.Sprintf("broker client: %v", err)}}
 	}
 	defer cl.Close()
-	c := consumer{ctx: ctx, a: a, r: r, adm: kadm.NewClient(cl)}
+	c := consumer{ctx: ctx, conn: conn, r: r, adm: kadm.NewClient(cl)}
 	start, end, err := c.bounds(cl)
 	if err != nil {
-		return Response{Relay: &RelayReply{Err: err.Error()}}
+		return worker.Response{Relay: &worker.RelayReply{Err: err.Error()}}
 	}
 	if start >= end {
-		return Response{Relay: &RelayReply{}}
+		return worker.Response{Relay: &worker.RelayReply{}}
 	}
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{r.Topic: {0: kgo.NewOffset().At(start)}})
-	reply := &RelayReply{}
+	reply := &worker.RelayReply{}
 	for next := start; next < end; {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			reply.Err = fmt.Sprintf("consume: stopped at offset %d of %d: %v", next, end, ctx.Err())
-			return Response{Relay: reply}
+			return worker.Response{Relay: reply}
 		}
 		for _, rec := range fetches.Records() {
 			got, err := c.process(rec, len(reply.Consumed) == 0)
 			if err != nil {
 				reply.Err = err.Error()
-				return Response{Relay: reply}
+				return worker.Response{Relay: reply}
 			}
 			reply.Consumed = append(reply.Consumed, got)
 			next = rec.Offset + 1
 		}
 	}
-	return Response{Relay: reply}
+	return worker.Response{Relay: reply}
 }
 
 type consumer struct {
-	ctx context.Context
-	a   *agent
-	r   *RelayRequest
-	adm *kadm.Client
+	ctx  context.Context
+	conn *pgx.Conn
+	r    *worker.RelayRequest
+	adm  *kadm.Client
 }
 
 // bounds are the committed offset (From when the group has none) and the end.
@@ -98,12 +99,12 @@ func (c consumer) bounds(cl *kgo.Client) (start, end int64, err error) {
 
 // process applies one record and commits its offset, in the order the
 // options say, crashing after the first step when asked to.
-func (c consumer) process(rec *kgo.Record, first bool) (Consumed, error) {
+func (c consumer) process(rec *kgo.Record, first bool) (worker.Consumed, error) {
 	r, err := broker.Decode(rec)
 	if err != nil {
-		return Consumed{}, err
+		return worker.Consumed{}, err
 	}
-	got := Consumed{Offset: r.Offset, EventID: r.EventID, Serial: r.Payload.Serial}
+	got := worker.Consumed{Offset: r.Offset, EventID: r.EventID, Serial: r.Payload.Serial}
 	apply := func() (err error) { got.Applied, err = c.apply(r); return err }
 	steps := []func() error{apply, func() error { return c.commit(r.Offset + 1) }}
 	if c.r.Consumer.CommitBeforeApply {
@@ -128,7 +129,7 @@ func (c consumer) apply(r broker.Record) (applied bool, err error) {
 	if c.r.Consumer.DedupByGeneration {
 		key = fmt.Sprintf("%s/%d", r.EventID, r.Payload.Generation)
 	}
-	err = pgx.BeginFunc(c.ctx, c.a.conn, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(c.ctx, c.conn, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(c.ctx, "INSERT INTO relay_seen (dedup_key) VALUES ($1) ON CONFLICT DO NOTHING", key)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
