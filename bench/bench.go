@@ -17,8 +17,12 @@ import (
 
 // Figures are the measurements, as `outboxlab bench --json` prints them.
 type Figures struct {
-	SQLFloorUS       float64 `json:"sql_floor_us"`       // median SELECT 1 round trip
-	StepUS           float64 `json:"step_us"`            // median over checks of check time / steps
+	SQLFloorUS float64 `json:"sql_floor_us"` // median SELECT 1 round trip
+	StepUS     float64 `json:"step_us"`      // median over checks of check time / steps
+	// ExternalStepUS is StepUS through a worker executable, the leased
+	// relay in Python (external.go): measured where the checkout's
+	// examples/python is.
+	ExternalStepUS   float64 `json:"external_step_us,omitempty"`
 	SQLShare         float64 `json:"sql_share"`          // state machine time waiting on PostgreSQL
 	ResetUS          float64 `json:"reset_us"`           // median per-check reset
 	SchemaResetUS    float64 `json:"schema_reset_us"`    // median create schema, table, drop schema

@@ -17,7 +17,7 @@ func Run(ctx context.Context, srv *pgserver.Server, opt Options, progress io.Wri
 	r := &runner{ctx: ctx, srv: srv, opt: opt, progress: progress,
 		f: Figures{ChecksPerS: map[string]float64{}, Machine: Host(srv)}}
 	defer r.close()
-	err := firstError(r.install, r.sqlFigures, r.killCycle, r.stateMachine, r.baseline, r.throughput, r.concurrent, r.roundTrips, r.topologies)
+	err := firstError(r.install, r.sqlFigures, r.killCycle, r.stateMachine, r.externalStep, r.baseline, r.throughput, r.concurrent, r.roundTrips, r.topologies)
 	return r.f, err
 }
 

@@ -175,11 +175,7 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 	case resp.Err == "":
 		return resp, false
 	case resp.Protocol:
-		rule := resp.Rule
-		if rule == "" {
-			rule = sut.ProtocolRule(resp.Err)
-		}
-		r.fail(rule, fmt.Sprintf("%v failed: %s%s", op, resp.Err, tail))
+		r.fail(resp.BrokenRule(), fmt.Sprintf("%v failed: %s%s", op, resp.Err, tail))
 	case resp.ServerErr:
 		r.fail(name+" failed with a server error", fmt.Sprintf("%v failed: %s%s", op, resp.Err, tail))
 	case faulted:

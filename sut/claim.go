@@ -71,15 +71,16 @@ func (s *Statements) readClaims(rows pgx.Rows) ([]ClaimResult, error) {
 			}
 		}
 		if err := rows.Scan(targets...); err != nil {
-			return nil, &ProtocolError{Msg: fmt.Sprintf("claim returned a row the suite cannot read: %v", err)}
+			return nil, &ProtocolError{Rule: "claim returned a row the suite cannot read",
+				Msg: fmt.Sprintf("claim returned a row the suite cannot read: %v", err)}
 		}
 		switch {
 		case id == nil:
-			return nil, &ProtocolError{Msg: "claim returned a NULL id"}
+			return nil, broke("claim returned a NULL id")
 		case event == nil:
-			return nil, &ProtocolError{Msg: "claim returned a NULL event_id"}
+			return nil, broke("claim returned a NULL event_id")
 		case s.HasGen && gen == nil && token == nil:
-			return nil, &ProtocolError{Msg: "claim returned a NULL generation"}
+			return nil, broke("claim returned a NULL generation")
 		}
 		r := ClaimResult{Found: true, ID: *id, Event: *event}
 		if gen != nil {
@@ -97,12 +98,13 @@ func (s *Statements) readClaims(rows pgx.Rows) ([]ClaimResult, error) {
 	// same row twice is reported as two rows, as it always was.
 	if batch := max(s.Batch, 1); len(out) > batch {
 		if batch == 1 {
-			return nil, &ProtocolError{Msg: fmt.Sprintf("claim returned %d rows", len(out))}
+			return nil, &ProtocolError{Rule: "claim returned more than one row", Msg: fmt.Sprintf("claim returned %d rows", len(out))}
 		}
-		return nil, &ProtocolError{Msg: fmt.Sprintf("claim returned %d rows, more than batch=%d", len(out), batch)}
+		return nil, &ProtocolError{Rule: "claim returned more than batch rows",
+			Msg: fmt.Sprintf("claim returned %d rows, more than batch=%d", len(out), batch)}
 	}
 	if e := repeatedEvent(out); e != "" {
-		return nil, &ProtocolError{Msg: fmt.Sprintf("claim returned event %s twice", e)}
+		return nil, &ProtocolError{Rule: "claim returned an event twice", Msg: fmt.Sprintf("claim returned event %s twice", e)}
 	}
 	return out, nil
 }

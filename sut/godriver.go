@@ -25,7 +25,8 @@ type goDriver struct {
 // guard turns a panic of method into *err.
 func (g *goDriver) guard(method string, err *error) {
 	if v := recover(); v != nil {
-		*err = &ProtocolError{Msg: fmt.Sprintf("Go driver %s: %s panicked: %v\n%s", g.name, method, v, debug.Stack())}
+		*err = &ProtocolError{Rule: fmt.Sprintf("Go driver %s: %s panicked", g.name, method),
+			Msg: fmt.Sprintf("Go driver %s: %s panicked: %v\n%s", g.name, method, v, debug.Stack())}
 	}
 }
 
@@ -64,7 +65,7 @@ func (g *goDriver) ClaimRows(ctx context.Context, q Querier, worker string) (out
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Neither the server's refusal nor a lost connection, it would
 		// pass for an outcome nobody knows: the API says nil instead.
-		return nil, &ProtocolError{Msg: fmt.Sprintf("Go driver %s: Claim returned pgx.ErrNoRows; return no rows when nothing is claimable", g.name)}
+		return nil, broke(fmt.Sprintf("Go driver %s: Claim returned pgx.ErrNoRows; return no rows when nothing is claimable", g.name))
 	}
 	if err != nil {
 		return nil, err
@@ -76,19 +77,21 @@ func (g *goDriver) ClaimRows(ctx context.Context, q Querier, worker string) (out
 // missing id or event is "" here, where a file's is NULL.
 func (g *goDriver) checkClaims(claimed []*driver.Claimed) ([]ClaimResult, error) {
 	if batch := max(g.st.Batch, 1); len(claimed) > batch {
-		return nil, &ProtocolError{Msg: fmt.Sprintf("Go driver %s: Claim returned %d rows, more than batch=%d", g.name, len(claimed), batch)}
+		return nil, &ProtocolError{Rule: fmt.Sprintf("Go driver %s: Claim returned more than batch rows", g.name),
+			Msg: fmt.Sprintf("Go driver %s: Claim returned %d rows, more than batch=%d", g.name, len(claimed), batch)}
 	}
 	out := make([]ClaimResult, 0, len(claimed))
 	for i, c := range claimed {
 		switch {
 		case c == nil:
-			return nil, &ProtocolError{Msg: fmt.Sprintf("Go driver %s: Claim returned a nil row (element %d)", g.name, i)}
+			return nil, &ProtocolError{Rule: fmt.Sprintf("Go driver %s: Claim returned a nil row", g.name),
+				Msg: fmt.Sprintf("Go driver %s: Claim returned a nil row (element %d)", g.name, i)}
 		case c.ID == "":
-			return nil, &ProtocolError{Msg: fmt.Sprintf("Go driver %s: Claim returned an empty ID", g.name)}
+			return nil, broke(fmt.Sprintf("Go driver %s: Claim returned an empty ID", g.name))
 		case c.EventID == "":
-			return nil, &ProtocolError{Msg: fmt.Sprintf("Go driver %s: Claim returned an empty EventID", g.name)}
+			return nil, broke(fmt.Sprintf("Go driver %s: Claim returned an empty EventID", g.name))
 		case g.st.Token && c.Token == "":
-			return nil, &ProtocolError{Msg: fmt.Sprintf("Go driver %s: Claim returned an empty Token under FenceToken", g.name)}
+			return nil, broke(fmt.Sprintf("Go driver %s: Claim returned an empty Token under FenceToken", g.name))
 		}
 		r := ClaimResult{Found: true, ID: c.ID, Event: c.EventID, Token: c.Token}
 		if g.st.HasGen && !g.st.Token {
@@ -97,7 +100,8 @@ func (g *goDriver) checkClaims(claimed []*driver.Claimed) ([]ClaimResult, error)
 		out = append(out, r)
 	}
 	if e := repeatedEvent(out); e != "" {
-		return nil, &ProtocolError{Msg: fmt.Sprintf("Go driver %s: Claim returned event %s twice", g.name, e)}
+		return nil, &ProtocolError{Rule: fmt.Sprintf("Go driver %s: Claim returned an event twice", g.name),
+			Msg: fmt.Sprintf("Go driver %s: Claim returned event %s twice", g.name, e)}
 	}
 	return out, nil
 }

@@ -104,9 +104,30 @@ func (a Args) list(names []string) []any {
 // ProtocolError is a statement that ran but returned what its section may
 // not: two rows from a one-row claim, a NULL id or generation. It is the
 // protocol's own failure, never an ambiguous outcome: the connection is fine.
-type ProtocolError struct{ Msg string }
+//
+// Rule is the rule it breaks, the same whatever the particulars in Msg (a
+// row count, an event, a stack): "claim returned 3 rows" while shrinking
+// drops an event is still the rule "claim returned more than one row". It
+// crosses the worker protocol as data (the error reply's rule), so that
+// the state machine and the concurrent mode name a failure alike.
+type ProtocolError struct{ Rule, Msg string }
 
 func (e *ProtocolError) Error() string { return e.Msg }
+
+// broke is a ProtocolError whose text is its rule.
+func broke(rule string) *ProtocolError { return &ProtocolError{Rule: rule, Msg: rule} }
+
+// RuleOf is the rule of err's *ProtocolError, "" when it has none.
+func RuleOf(err error) string {
+	var pe *ProtocolError
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	if pe.Rule == "" {
+		return pe.Msg
+	}
+	return pe.Rule
+}
 
 // IsProtocolError reports whether err is a *ProtocolError.
 func IsProtocolError(err error) bool {
@@ -144,7 +165,8 @@ func readOutcome(rows pgx.Rows, section string) (bool, error) {
 		}
 		values, err := rows.Values()
 		if err != nil {
-			return false, &ProtocolError{Msg: fmt.Sprintf("%s returned a row the suite cannot read: %v", section, err)}
+			return false, &ProtocolError{Rule: section + " returned a row the suite cannot read",
+				Msg: fmt.Sprintf("%s returned a row the suite cannot read: %v", section, err)}
 		}
 		if b, ok := values[col].(bool); ok {
 			applied = &b
@@ -157,11 +179,11 @@ func readOutcome(rows pgx.Rows, section string) (bool, error) {
 	case col < 0:
 		return n > 0, nil
 	case n == 0:
-		return false, &ProtocolError{Msg: fmt.Sprintf("%s returned no row though it has an applied column (it must return exactly one)", section)}
+		return false, broke(section + " returned no row though it has an applied column (it must return exactly one)")
 	case n > 1:
-		return false, &ProtocolError{Msg: fmt.Sprintf("%s returned %d rows", section, n)}
+		return false, &ProtocolError{Rule: section + " returned more than one row", Msg: fmt.Sprintf("%s returned %d rows", section, n)}
 	case applied == nil:
-		return false, &ProtocolError{Msg: fmt.Sprintf("%s returned a NULL applied", section)}
+		return false, broke(section + " returned a NULL applied")
 	}
 	return *applied, nil
 }
@@ -233,7 +255,8 @@ func (s *Statements) ReadState(ctx context.Context, q Querier) ([]StateRow, erro
 			}
 		}
 		if err := rows.Scan(targets...); err != nil {
-			return nil, &ProtocolError{Msg: fmt.Sprintf("state query returned a row the suite cannot read: %v", err)}
+			return nil, &ProtocolError{Rule: "state query returned a row the suite cannot read",
+				Msg: fmt.Sprintf("state query returned a row the suite cannot read: %v", err)}
 		}
 		r.Status = model.Status(status)
 		r.HasGen = s.HasGen && !s.Token

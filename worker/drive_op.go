@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"math/rand/v2"
@@ -114,16 +113,7 @@ func (d *driver) askEnd(backend uint32, epoch int64) bool {
 	if backend == 0 {
 		return true
 	}
-	d.a.out.Write(encodeResponse(Response{Drive: &DriveReply{EndBackend: backend, Epoch: epoch}}))
-	if d.a.out.Flush() != nil {
-		return false
-	}
-	line, err := d.a.in.ReadBytes('\n')
-	if err != nil {
-		return false
-	}
-	req, err := decodeRequest(bytes.TrimSuffix(line, []byte{'\n'}))
-	return err == nil && req.Op == OpEnded
+	return d.a.askParent(&DriveReply{EndBackend: backend, Epoch: epoch}, OpEnded)
 }
 
 // reconnect gives the worker a new connection after a fault broke the

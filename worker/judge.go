@@ -32,7 +32,7 @@ func Judge(op model.Op, resp Response, faulted bool) (fate Fate, rule, detail st
 	case resp.Err == "":
 		return Known, "", ""
 	case resp.Protocol:
-		return Broken, sut.ProtocolRule(resp.Err), fmt.Sprintf("%v failed: %s", op, resp.Err)
+		return Broken, resp.BrokenRule(), fmt.Sprintf("%v failed: %s", op, resp.Err)
 	case resp.ServerErr:
 		return Broken, name + " failed with a server error", fmt.Sprintf("%v failed: %s", op, resp.Err)
 	case faulted:

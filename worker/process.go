@@ -1,42 +1,51 @@
 package worker
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/outboxlab/outboxlab/sut"
+	"github.com/outboxlab/outboxlab/workerproto"
 )
 
-// Process is the parent's handle on one worker process.
+// Process is the parent's handle on one worker process, which speaks the
+// worker protocol (docs/worker-protocol.md): a Go worker (this executable
+// re-executed, running a protocol file or a Go driver) and a worker
+// executable in any language alike, through one client (contract.go).
 type Process struct {
-	Name  string
-	spec  Spec
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	// out is the read end of the worker's stdout, read by the goroutine
-	// that sent the request (a reader goroutine and a channel cost a
-	// goroutine hand-off per reply, about 5 us of the parent's CPU per
-	// operation on the bench's 2 cores); partial is a reply line read in
-	// part when a wait timed out.
-	out     *os.File
-	replies *bufio.Reader
-	partial []byte
-	stderr  *bytes.Buffer
-	exited  chan struct{}
-	state   *os.ProcessState
-	paused  bool
-	// Backend is the server pid of the worker's current connection.
+	Name   string
+	spec   Spec
+	c      *workerproto.Client
+	paused bool
+	// Backend is the server pid of the worker's current connection, as
+	// its replies say (0: none, or a worker that does not say).
 	Backend uint32
-	// ext is set for a worker executable's process (external.go), which
-	// speaks the worker protocol; the fields above for the pipe are then
-	// unused.
-	ext *external
+	// goWorker is set for the suite's own Go worker, which reports its
+	// backend and serves the extensions (serve_wire.go).
+	goWorker bool
+	// The contract's state on the parent's side (contract.go), since a
+	// process keeps nothing across a kill.
+	fence  string
+	batch  int
+	expire sut.Stmt // the fixture a begin(expire e) sends
+	// op is the outstanding request's type, split its split section.
+	op    string
+	split string
+	// tx: a begin was answered ok and no commit or rollback since.
+	tx bool
+	// lost: the last request failed indefinitely; the worker answers
+	// connection_lost to all but a reconnect, which the next request is
+	// preceded by.
+	lost bool
+	// ready is an answer the parent made without the worker (a reset of
+	// a worker that had nothing to reset), returned by the next await.
+	ready *Response
 }
 
 // ErrHung is returned when a worker does not answer in time: it is blocked
@@ -58,102 +67,65 @@ func (e *BlockedError) Error() string { return ErrBlocked.Error() + " (" + e.By 
 // Is makes errors.Is(err, ErrBlocked) hold.
 func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
 
-// Spawn starts a worker and waits until it has connected. The process
-// comes from a small stock of started, idle processes (see warm.go), so a
-// respawn costs a connection, not an exec.
+// Spawn starts a worker and waits until it has connected. A Go worker's
+// process comes from a small stock of started, idle processes (see
+// warm.go), so a respawn costs a connection, not an exec.
 func Spawn(spec Spec) (*Process, error) {
 	if spec.OpTimeout == 0 {
 		spec.OpTimeout = 5 * time.Second
 	}
+	spec.App = appName(spec.Name, spec.Pooled)
 	if spec.Statements.Worker != nil {
 		return spawnExternal(spec)
 	}
-	p, err := takeWarm()
+	c, err := takeWarm()
 	if err != nil {
 		return nil, err
 	}
-	spec.App = appName(spec.Name, spec.Pooled)
-	p.Name, p.spec = spec.Name, spec
-	b, _ := json.Marshal(spec)
-	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
-		p.Kill()
-		return nil, fmt.Errorf("send spec to %s: %w", spec.Name, err)
-	}
-	resp, err := p.await(spec.OpTimeout + 10*time.Second)
+	c.Worker = spec.Name
+	ext, err := json.Marshal(initExt{Statements: spec.Statements, Pooled: spec.Pooled, Board: spec.Board, Slot: spec.Slot})
 	if err != nil {
-		p.Kill()
+		c.Kill(false)
 		return nil, err
 	}
-	if resp.Err != "" {
-		p.Kill()
-		return nil, fmt.Errorf("worker %s could not start: %s", spec.Name, resp.Err)
+	r, err := c.Call(workerproto.Request{Type: workerproto.Init, Protocol: workerproto.Version, Worker: spec.Name,
+		DSN: spec.ConnString, Schema: spec.Statements.Schema, OpTimeoutMS: spec.OpTimeout.Milliseconds(),
+		WaitTimeoutMS: WaitTimeout.Milliseconds(), ApplicationName: spec.App, Ext: ext}, spec.OpTimeout+10*time.Second)
+	switch {
+	case err == workerproto.ErrTimeout:
+		c.Kill(false)
+		return nil, fmt.Errorf("worker %s: %w", spec.Name, ErrHung)
+	case err != nil:
+		return nil, err
+	case r.Type == "error":
+		c.Kill(false)
+		return nil, fmt.Errorf("worker %s could not start: %s", spec.Name, r.Text)
 	}
-	return p, nil
+	return &Process{Name: spec.Name, spec: spec, c: c, goWorker: true, Backend: r.Backend, fence: r.Fence,
+		batch: max(spec.Statements.Batch, 1)}, nil
 }
 
-// start execs an idle worker process that waits for its spec.
-func start() (*Process, error) {
+// startGo execs an idle Go worker process that waits for its init.
+func startGo() (*workerproto.Client, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe)
 	// GOMAXPROCS=1 from the start, not from MainIfWorker's call: a runtime
 	// started with one P runs its package initialisers on it, and is not
 	// stopped and resized a moment later. A worker's start-up is what a
 	// Kill costs, and kills are frequent (see docs/performance.md).
-	cmd.Env = append(os.Environ(), envVar+"=1", "GOMAXPROCS=1")
-	// The worker dies with its parent, whatever kills the parent.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &Process{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	// A pipe of our own rather than StdoutPipe, which Wait closes as soon
-	// as the process exits: a reply the worker wrote just before it was
-	// killed is still read, as when a goroutine read every line at once.
-	out, in, err := os.Pipe()
+	c, err := workerproto.Start(shellQuote(exe), "", []string{envVar + "=1", "GOMAXPROCS=1"})
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stdout = in
-	err = cmd.Start()
-	in.Close() // the child has it: its death is our end of file
-	if err != nil {
-		out.Close()
-		return nil, fmt.Errorf("start worker process: %w", err)
-	}
-	p.out, p.replies = out, bufio.NewReaderSize(out, 1<<16)
-	go func() { p.cmd.Wait(); p.state = p.cmd.ProcessState; close(p.exited) }()
-	return p, nil
+	// Failure messages name the executable, not its temporary directory.
+	c.Command = filepath.Base(exe)
+	return c, nil
 }
 
-// readLine reads the next reply line within limit: ErrHung when it has not
-// come whole by then (the part read is kept for the next call), io.EOF
-// once the process is gone. The line is good until the next call.
-func (p *Process) readLine(limit time.Duration) ([]byte, error) {
-	p.out.SetReadDeadline(time.Now().Add(limit))
-	for {
-		chunk, err := p.replies.ReadSlice('\n')
-		p.partial = append(p.partial, chunk...)
-		switch {
-		case err == nil:
-			line := p.partial[:len(p.partial)-1]
-			p.partial = p.partial[:0] // line is good until the next call
-			return line, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			if len(p.partial) > 1<<20 {
-				return nil, fmt.Errorf("worker %s: a reply longer than 1 MiB", p.Name)
-			}
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return nil, ErrHung
-		default:
-			p.partial = nil
-			return nil, io.EOF
-		}
-	}
-}
+// shellQuote is s as one word of /bin/sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Do sends one request and waits for its answer. A worker that does not
 // answer within its statement timeout plus a margin returns ErrHung, and
@@ -190,13 +162,7 @@ func (p *Process) send(req Request) error {
 	if p.paused {
 		return fmt.Errorf("%s is paused: a request would wait forever", p.Name)
 	}
-	if p.ext != nil {
-		return p.ext.send(p, req)
-	}
-	if _, err := p.stdin.Write(encodeRequest(req)); err != nil {
-		return fmt.Errorf("send to %s: %w", p.Name, err)
-	}
-	return nil
+	return p.sendContract(req)
 }
 
 // DoWatched is Do for a statement that must never wait on a lock: every
@@ -237,27 +203,6 @@ func (p *Process) DoWatched(req Request, interval time.Duration, blockedBy func(
 // parent first asks the server whether it waits on a lock.
 const firstWaitProbe = 2 * time.Millisecond
 
-func (p *Process) await(limit time.Duration) (Response, error) {
-	if p.ext != nil {
-		return p.ext.await(limit)
-	}
-	line, err := p.readLine(limit)
-	switch {
-	case err == io.EOF:
-		<-p.exited
-		p.out.Close()
-		return Response{}, fmt.Errorf("worker %s exited (%v): %s", p.Name, p.state, lastLine(p.stderr.String()))
-	case err != nil:
-		return Response{}, err
-	}
-	resp, err := decodeResponse(line)
-	if err != nil {
-		return Response{}, fmt.Errorf("worker %s: bad reply %q: %w", p.Name, line, err)
-	}
-	p.Backend = resp.Backend
-	return resp, nil
-}
-
 // Pause stops the process (SIGSTOP): its connection and any open
 // transaction stay as they are, as in a long GC pause or a stalled VM.
 func (p *Process) Pause() error {
@@ -283,31 +228,16 @@ func (p *Process) Paused() bool { return p.paused }
 // Kill sends SIGKILL and waits for the exit. The server rolls back the
 // worker's open transaction when it notices the connection is gone.
 func (p *Process) Kill() *os.ProcessState {
-	if p.ext != nil {
-		p.ext.c.Kill(true)
-		p.paused = false
-		return nil
-	}
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	p.stdin.Close()
-	p.out.Close()
-	<-p.exited
+	p.c.Kill(true)
 	p.paused = false
-	return p.state
+	return p.c.State()
 }
 
 // KillAsync sends SIGKILL and returns at once; the exit is collected in the
 // background. For callers that only need the connection gone (they wait
 // for the server backend), not the process's exit status.
 func (p *Process) KillAsync() {
-	if p.ext != nil {
-		p.ext.c.Kill(false)
-		p.paused = false
-		return
-	}
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	p.stdin.Close()
-	p.out.Close()
+	p.c.Kill(false)
 	p.paused = false
 }
 
@@ -317,38 +247,20 @@ func (p *Process) KillAsync() {
 func (p *Process) ServerBackend() Backend {
 	// A worker executable does not report its backend's pid: its backend
 	// is found by its application_name, as through a pooler.
-	return Backend{PID: p.Backend, App: p.spec.App, Pooled: p.spec.Pooled || p.ext != nil}
+	return Backend{PID: p.Backend, App: p.spec.App, Pooled: p.spec.Pooled || !p.goWorker}
 }
 
 // signal sends sig to the worker's process.
-func (p *Process) signal(sig syscall.Signal) error {
-	if p.ext != nil {
-		return p.ext.c.Signal(sig)
-	}
-	return p.cmd.Process.Signal(sig)
-}
+func (p *Process) signal(sig syscall.Signal) error { return p.c.Signal(sig) }
 
 // AppName is the application_name of the process's connections, its own.
 func (p *Process) AppName() string { return p.spec.App }
 
 // Pid is the worker's process id (for logs, never for failure messages).
-func (p *Process) Pid() int {
-	if p.ext != nil {
-		return p.ext.c.Pid()
-	}
-	return p.cmd.Process.Pid
-}
+func (p *Process) Pid() int { return p.c.Pid() }
 
 // KilledBySIGKILL reports whether a process state is a death by SIGKILL.
 func KilledBySIGKILL(st *os.ProcessState) bool {
 	ws, ok := st.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
-}
-
-func lastLine(s string) string {
-	s = string(bytes.TrimSpace([]byte(s)))
-	if i := bytes.LastIndexByte([]byte(s), '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }

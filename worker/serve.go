@@ -2,9 +2,7 @@ package worker
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -45,56 +43,13 @@ type agent struct {
 	drv  sut.Driver
 	conn *pgx.Conn
 	tx   pgx.Tx
-	// in and out are the pipes, which a drive also asks the parent on.
+	// in and out are the pipes, which a drive also asks the parent on;
+	// id is the request the next reply answers, line the reply's buffer.
 	in    *bufio.Reader
 	out   *bufio.Writer
+	id    int64
+	line  []byte
 	board *Board // opened by the first drive
-}
-
-func serve(in *os.File, out *os.File) error {
-	r := bufio.NewReaderSize(in, 1<<16)
-	w := bufio.NewWriter(out)
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("read spec: %w", err)
-	}
-	a := agent{in: r, out: w}
-	if err := json.Unmarshal(line, &a.spec); err != nil {
-		return fmt.Errorf("decode spec: %w", err)
-	}
-	drv, err := a.spec.Statements.Driver()
-	if err != nil {
-		// An unregistered Go driver: the first response says so, and the
-		// parent's Spawn returns it.
-		a.reply(w, Response{Err: err.Error()})
-		return err
-	}
-	a.drv = drv
-	// The first response says whether the connection came up.
-	if err := a.reply(w, a.connect()); err != nil {
-		return err
-	}
-	for {
-		line, err := r.ReadBytes('\n')
-		if err != nil {
-			return nil // the parent closed the pipe: done
-		}
-		req, err := decodeRequest(bytes.TrimSuffix(line, []byte{'\n'}))
-		if err != nil {
-			return fmt.Errorf("decode request: %w", err)
-		}
-		if err := a.reply(w, a.handle(req)); err != nil {
-			return err
-		}
-	}
-}
-
-func (a *agent) reply(w *bufio.Writer, resp Response) error {
-	if a.conn != nil && !a.conn.IsClosed() {
-		resp.Backend = a.conn.PgConn().PID()
-	}
-	w.Write(encodeResponse(resp))
-	return w.Flush()
 }
 
 // connect connects, if the worker has no connection, within a bound that
@@ -213,23 +168,16 @@ func (a *agent) run(ctx context.Context, req Request) Response {
 		q = a.tx
 	}
 	switch req.Op {
+	case opOpen:
+		return a.open(ctx, req)
 	case "claim", "begin":
 		if req.Op == "begin" {
-			if a.tx != nil {
-				return Response{Err: "begin: a transaction is already open"}
+			// The machine's begin, as a drive runs it: a claim in a new
+			// transaction.
+			if resp := a.open(ctx, req); resp.Err != "" {
+				return resp
 			}
-			tx, err := a.conn.Begin(ctx)
-			if err != nil {
-				return failure(err, ctx.Err() != nil)
-			}
-			a.tx, q = tx, tx
-			if req.ID != "" {
-				// Begin(expire e): the expire fixture first, in this
-				// transaction (model/expiring.go says why).
-				if err := st.Exec(ctx, tx, sut.Expire, sut.Args{ID: req.ID, Worker: "harness"}); err != nil {
-					return failure(err, ctx.Err() != nil)
-				}
-			}
+			q = a.tx
 		}
 		rows, err := st.ClaimRows(ctx, q, a.spec.Name)
 		if err != nil {
@@ -274,6 +222,38 @@ func (a *agent) run(ctx context.Context, req Request) Response {
 	return Response{Err: fmt.Sprintf("unknown op %q", req.Op)}
 }
 
+// opOpen is the contract's begin: a new transaction, and in it the
+// expire fixture of the row req.ID names, or the fixture the request
+// carries.
+const opOpen = "open"
+
+func (a *agent) open(ctx context.Context, req Request) Response {
+	if a.tx != nil {
+		return Response{Err: "begin: a transaction is already open"}
+	}
+	tx, err := a.conn.Begin(ctx)
+	if err != nil {
+		return failure(err, ctx.Err() != nil)
+	}
+	a.tx = tx
+	switch {
+	case req.ID != "":
+		// Begin(expire e): the expire fixture first, in this transaction
+		// (model/expiring.go says why).
+		err = a.drv.Exec(ctx, tx, sut.Expire, sut.Args{ID: req.ID, Worker: "harness"})
+	case req.fixture != nil:
+		args := make([]any, len(req.fixture.Args))
+		for i, v := range req.fixture.Args {
+			args[i] = v
+		}
+		_, err = tx.Exec(ctx, req.fixture.SQL, args...)
+	}
+	if err != nil {
+		return failure(err, ctx.Err() != nil)
+	}
+	return Response{}
+}
+
 // claimed is a claim's response: every row, and the first one also in
 // Found, ID, Event, Gen and Token, which a one-row protocol's reader looks
 // at.
@@ -314,12 +294,18 @@ func (a *agent) drop() {
 // that nobody knows whether the statement ran.
 func failure(err error, timedOut bool) Response {
 	timedOut = timedOut || errors.Is(err, context.DeadlineExceeded)
-	return Response{
+	resp := Response{
 		Err:       err.Error(),
 		ServerErr: sut.IsServerError(err) && !sessionEnded(err),
 		Protocol:  sut.IsProtocolError(err),
+		Rule:      sut.RuleOf(err),
 		Timeout:   timedOut,
 	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		resp.sqlstate = pgErr.Code
+	}
+	return resp
 }
 
 // sessionEnded reports a server error that ends the connection rather than

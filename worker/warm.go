@@ -3,33 +3,36 @@ package worker
 import (
 	"runtime"
 	"sync"
+
+	"github.com/outboxlab/outboxlab/workerproto"
 )
 
-// A small stock of started, idle worker processes: exec and runtime start-up
-// of a process cost several milliseconds, which a state machine that kills
-// and respawns workers thousands of times per run (and more while
-// shrinking) should not pay on its critical path. An idle process blocks on
-// its stdin and dies with the parent like any worker (Pdeathsig).
+// A small stock of started, idle Go worker processes: exec and runtime
+// start-up of a process cost several milliseconds, which a state machine
+// that kills and respawns workers thousands of times per run (and more
+// while shrinking) should not pay on its critical path. An idle process
+// blocks on its stdin, waiting for init, and dies with the parent like any
+// worker (Pdeathsig).
 const warmStock = 4
 
 var warm struct {
 	once  sync.Once
-	procs chan *Process
+	procs chan *workerproto.Client
 }
 
-func takeWarm() (*Process, error) {
+func takeWarm() (*workerproto.Client, error) {
 	warm.once.Do(func() {
-		warm.procs = make(chan *Process, warmStock)
+		warm.procs = make(chan *workerproto.Client, warmStock)
 		go refill()
 	})
 	select {
-	case p := <-warm.procs:
-		if p != nil {
-			return p, nil
+	case c := <-warm.procs:
+		if c != nil {
+			return c, nil
 		}
 	default:
 	}
-	return start()
+	return startGo()
 }
 
 // refill keeps the stock full for the life of the process. It runs on a
@@ -38,10 +41,10 @@ func takeWarm() (*Process, error) {
 func refill() {
 	runtime.LockOSThread()
 	for {
-		p, err := start()
+		c, err := startGo()
 		if err != nil {
 			return
 		}
-		warm.procs <- p
+		warm.procs <- c
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/sut"
+	"github.com/outboxlab/outboxlab/workerproto"
 )
 
 const envVar = "OUTBOXLAB_WORKER"
@@ -61,6 +62,9 @@ type Request struct {
 	// Split is an OpSplit's or OpFinish's section and split point
 	// (split.go).
 	Split *SplitRequest `json:"split,omitempty"`
+	// fixture is what a contract begin from outside the suite may carry
+	// (the Go worker's own begin names the row instead).
+	fixture *workerproto.Fixture
 }
 
 // WaitTimeout bounds a statement sent with MayWait.
@@ -88,8 +92,7 @@ type Response struct {
 	// protocol's own failure, with the connection intact.
 	Protocol bool `json:"protocol,omitempty"`
 	// Rule is a Protocol failure's rule, the same whatever its particulars
-	// (a row count, an event): "" when Err's text is the rule
-	// (sut.ProtocolRule).
+	// (a row count, an event): sut.ProtocolError's, or the worker's.
 	Rule string `json:"rule,omitempty"`
 	// Timeout is set when the statement hit OpTimeout (a claim blocked on a
 	// lock, or a black-holed connection).
@@ -101,6 +104,10 @@ type Response struct {
 	Relay *RelayReply `json:"relay,omitempty"`
 	// Drive is a drive's answer or question (drive.go).
 	Drive *DriveReply `json:"drive,omitempty"`
+	// sqlstate is a server error's code; unsupported marks a request
+	// type the worker does not serve (the contract's codes).
+	sqlstate    string
+	unsupported bool
 }
 
 // ClaimRow is one row a claim returned.
@@ -110,4 +117,13 @@ type ClaimRow struct {
 	Gen   int64  `json:"gen"`
 	// Token is the row's token under fence=token (sut.ClaimResult.Token).
 	Token string `json:"token,omitempty"`
+}
+
+// BrokenRule is a Protocol failure's rule: Rule, or the text of an error
+// that came without one.
+func (r Response) BrokenRule() string {
+	if r.Rule != "" {
+		return r.Rule
+	}
+	return r.Err
 }

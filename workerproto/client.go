@@ -209,6 +209,16 @@ func (c *Client) Kill(wait bool) {
 	}
 }
 
+// State is the process's exit status, nil until it has exited.
+func (c *Client) State() *os.ProcessState {
+	select {
+	case <-c.exited:
+		return c.state
+	default:
+		return nil
+	}
+}
+
 // Exited is closed when the process has exited.
 func (c *Client) Exited() <-chan struct{} { return c.exited }
 

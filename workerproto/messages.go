@@ -39,6 +39,9 @@ const (
 	FeatureRescue  = "rescue"
 	FeatureTx      = "tx"
 	FeatureInstall = "install"
+	// FeatureExpire: a begin may name the row to expire (Request.Expire)
+	// rather than carry the fixture's SQL.
+	FeatureExpire = "expire"
 )
 
 // The error codes.
@@ -85,6 +88,14 @@ type Request struct {
 	Row     json.RawMessage `json:"row,omitempty"`
 	Fixture *Fixture        `json:"fixture,omitempty"`
 	MayWait bool            `json:"may_wait,omitempty"`
+
+	// Expire is a begin's row to expire first, for a worker that lists
+	// the feature expire: it runs its own expire fixture (a Go driver's
+	// has no SQL to send as a fixture).
+	Expire string `json:"expire,omitempty"`
+	// Ext is an extension request's own object (the suite's Go workers'
+	// init, split, drive, publish and consume: worker/serve.go).
+	Ext json.RawMessage `json:"ext,omitempty"`
 }
 
 // Reply is one line the worker writes.
@@ -100,6 +111,17 @@ type Reply struct {
 	Code     string `json:"code"`
 	Text     string `json:"text"`
 	SQLState string `json:"sqlstate"`
+	// Rule is a protocol error's rule, the same whatever the particulars
+	// in Text (a row count, an event, a stack): optional, Text's first
+	// line when absent.
+	Rule string `json:"rule"`
+
+	// Backend is the server pid of the worker's connection, optional (0:
+	// none or unknown). Without it the suite finds the backend by its
+	// application_name.
+	Backend uint32 `json:"backend"`
+	// Ext is an extension reply's own object.
+	Ext json.RawMessage `json:"ext"`
 }
 
 // replyTypes are the reply types a request may get besides error.
@@ -127,31 +149,29 @@ type Row struct {
 
 // ParseRow reads a claimed row under the fence the worker declared.
 func ParseRow(raw json.RawMessage, fence string) (Row, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+	// Into a struct, not a map: a claim's rows are read on every step.
+	var fields struct{ ID, Event, Gen, Token json.RawMessage }
+	if err := json.Unmarshal(raw, &fields); err != nil || len(raw) == 0 || raw[0] != '{' {
 		return Row{}, fmt.Errorf("a claimed row is not a JSON object: %s", raw)
 	}
 	r := Row{Raw: raw}
 	var ok bool
-	if r.ID, ok = text(fields["id"]); !ok || r.ID == "" {
+	if r.ID, ok = text(fields.ID); !ok || r.ID == "" {
 		return Row{}, fmt.Errorf("a claimed row has no id string: %s", raw)
 	}
-	if r.Event, ok = text(fields["event"]); !ok || r.Event == "" {
+	if r.Event, ok = text(fields.Event); !ok || r.Event == "" {
 		return Row{}, fmt.Errorf("a claimed row has no event: %s", raw)
 	}
 	switch fence {
 	case "counter":
-		var g json.Number
-		if err := json.Unmarshal(fields["gen"], &g); err != nil {
-			return Row{}, fmt.Errorf("a claimed row has no integer gen under fence=counter: %s", raw)
-		}
-		n, err := strconv.ParseInt(g.String(), 10, 64)
+		g, _ := text(fields.Gen)
+		n, err := strconv.ParseInt(g, 10, 64)
 		if err != nil {
 			return Row{}, fmt.Errorf("a claimed row has no integer gen under fence=counter: %s", raw)
 		}
 		r.Gen = n
 	case "token":
-		if r.Token, ok = text(fields["token"]); !ok || r.Token == "" {
+		if r.Token, ok = text(fields.Token); !ok || r.Token == "" {
 			return Row{}, fmt.Errorf("a claimed row has no token under fence=token: %s", raw)
 		}
 	}

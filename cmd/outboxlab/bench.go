@@ -100,6 +100,7 @@ func printFigures(w io.Writer, f bench.Figures) {
 	rows := []row{
 		{"sql_floor_us", f.SQLFloorUS, "us", "median SELECT 1 round trip (pgx statement cache)"},
 		{"step_us", f.StepUS, "us", "median over checks of check time / steps, checks included"},
+		{"external_step_us", f.ExternalStepUS, "us", "the same through a worker executable (examples/python/leased.py)"},
 		{"sql_share", f.SQLShare, "", "state machine time spent waiting on PostgreSQL"},
 		{"reset_us", f.ResetUS, "us", "median per-check reset (4 events)"},
 		{"schema_reset_us", f.SchemaResetUS, "us", "median create schema + table, drop schema"},
