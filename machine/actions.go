@@ -39,7 +39,6 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		ActDBRestart:     r.dbRestart,
 		ActDBDurable:     r.dbDurable,
 		ActReissued:      r.reissued,
-		ActSpend:         r.spend,
 		ActRescue:        r.rescue,
 		ActRace:          r.race,
 		ActSplit:         r.splitAction,
@@ -72,9 +71,6 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		if name == ActRescue && !r.h.Inst.Proto.Has(sut.Rescue) {
 			continue
 		}
-		if name == ActSpend && r.h.Inst.Proto.MaxAttempts == 0 {
-			continue // no budget to spend
-		}
 		if !r.h.Inst.Proto.Has(sut.Tx) && (name == ActBegin || name == ActRace) {
 			continue // a worker executable without the tx feature claims in autocommit only
 		}
@@ -103,7 +99,7 @@ func (r *run) actions() map[string]func(*rapid.T) {
 // draws, and those it does not.
 var (
 	sessionOnly     = map[string]bool{ActEndSession: true}
-	notUnderSession = map[string]bool{ActExpire: true, ActAge: true, ActBegin: true, ActSplit: true, ActRace: true, ActReissued: true, ActSpend: true}
+	notUnderSession = map[string]bool{ActExpire: true, ActAge: true, ActBegin: true, ActSplit: true, ActRace: true, ActReissued: true}
 )
 
 func (r *run) alive(w string) bool   { return !r.dead[w] }

@@ -112,11 +112,7 @@ const (
 	// ActReissued sends a lost claim's outcome once its generation is
 	// another claim's (rewind.go). Drawn only where rewinds happen.
 	ActReissued = "reissued"
-	// ActSpend spends an attempt of a protocol with a budget: a live
-	// claim expired, rescued where the protocol has a rescue, and the row
-	// claimed again (spend.go).
-	ActSpend  = "spend"
-	ActRescue = "rescue"
+	ActRescue   = "rescue"
 	// ActRace takes the next step of a waiting step's race (wait.go): a
 	// stale complete, retry or renew that waits behind a reclaim's open
 	// transaction, or that reclaim. The stale_* actions and begin may take
