@@ -291,7 +291,7 @@ func (r *run) canReplaySplit(op model.Op) error {
 			return err
 		}
 	case op.Part.Last():
-		if r.split == nil || r.split.Whole() != op.Whole() || r.split.Part.Of != op.Part.Of {
+		if r.split == nil || r.split.Whole() != r.withClaim(op).Whole() || r.split.Part.Of != op.Part.Of {
 			return fmt.Errorf("no split %v is open", op.Whole())
 		}
 	case r.split != nil && (op.Kind == model.Restart || op.Kind == model.Rescue):
