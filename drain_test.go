@@ -36,16 +36,18 @@ func TestDrainReachesEveryDeletedRow(t *testing.T) {
 	}
 }
 
-// TestDrainReleasesARowItsGuessLeftClaimed: jobs_uuid's claims return no
-// generation, and the suite sends its count of the row's claims. After a
-// reclaim's commit was lost (request_lost) the model keeps both counts,
-// and the drain's complete went out with the wrong one: rejected, the row
-// still claimed, the next claim empty, and the correct protocol failed as
-// "an event never reached SENT" (seed 1 of its default check found it; the
-// check of seed 4 alone is that program). The drain now releases such a
-// row and claims it again. A network fault's step cannot be replayed, so
-// the test runs that check and asserts it still reaches the lost commit.
-func TestDrainReleasesARowItsGuessLeftClaimed(t *testing.T) {
+// TestDrainCompletesTheClaimItReceived: jobs_uuid's claims return no
+// generation. After a reclaim's commit was lost (request_lost) the model
+// keeps two counts for the row, and the drain's complete once went out for
+// the count of the first possible state: rejected, the row still claimed,
+// the next claim empty, and the correct protocol failed as "an event never
+// reached SENT" (seed 1 of its default check found it; the check of seed 4
+// alone is that program). The drain then learned to release such a row
+// and claim it again. Now the drain's complete names the claim the worker
+// just received by its own identity (model.Claim.ID), whatever count each
+// state gives it: it applies at once, and the check of seed 4 still loses
+// the reclaim's commit on its way.
+func TestDrainCompletesTheClaimItReceived(t *testing.T) {
 	honestSearch(t)
 	setRapidFlag(t, "rapid.seed", "4")
 	setRapidFlag(t, "rapid.checks", "1")
@@ -55,7 +57,11 @@ func TestDrainReleasesARowItsGuessLeftClaimed(t *testing.T) {
 		t.Fatalf("false alarm: %s\n%s", c.Report, strings.Join(c.Program, "\n"))
 	}
 	program := strings.Join(h.Program(), "\n")
-	if !strings.Contains(program, "Commit() -> unknown   // request_lost") || !strings.Contains(program, "-> rejected") {
-		t.Errorf("seed 4 no longer loses a reclaim's commit and has the drain's complete rejected (pick another seed):\n%s", program)
+	if !strings.Contains(program, "Commit() -> unknown   // request_lost") {
+		t.Errorf("seed 4 no longer loses a reclaim's commit (pick another seed):\n%s", program)
+	}
+	_, drain, _ := strings.Cut(program, "-- drain --")
+	if strings.Contains(drain, "-> rejected") {
+		t.Errorf("the drain's complete was rejected: it named another claim than the one its worker received:\n%s", program)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/outboxlab/outboxlab/pgserver"
 )
 
 // TestDockerFallbackLinked: the command keeps the Docker fallback
@@ -18,6 +20,10 @@ func TestDockerFallbackLinked(t *testing.T) {
 		os.Unsetenv(k)
 	}
 	t.Setenv("OUTBOXLAB_PG_BIN", t.TempDir())
+	// An earlier test's shared server would serve the check (and one
+	// check of leased is inconclusive): the command must look for one.
+	pgserver.CloseShared()
+	t.Cleanup(pgserver.CloseShared) // a failed start is kept: the tests after this one start their own
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"check", "-checks", "1", "leased"}, &stdout, &stderr)
 	if code == exitPass {
