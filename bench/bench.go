@@ -29,6 +29,9 @@ type Figures struct {
 	BaselineFindMS   float64 `json:"baseline_find_ms"`   // median time to the first counterexample
 	BaselineShrinkMS float64 `json:"baseline_shrink_ms"` // median time from there to its minimal form
 	KillCycleMS      float64 `json:"kill_cycle_ms"`      // median spawn, connect, claim, SIGKILL
+	// WorkerStartCPUMS is the median CPU one worker process for a protocol
+	// file costs from its exec to its first answer (worker.StartCPU).
+	WorkerStartCPUMS float64 `json:"worker_start_cpu_ms"`
 	// ChecksPerS is the state machine's throughput by number of parallel
 	// runs ("1", "2"), each run in a schema of its own.
 	ChecksPerS map[string]float64 `json:"checks_per_s"`
@@ -55,6 +58,7 @@ type Figures struct {
 // one differ here only.
 type Options struct {
 	Samples       int           // SELECT 1 and reset runs, median of
+	StartSamples  int           // worker processes started for worker_start_cpu_ms
 	SchemaSamples int           // schema create-and-drop runs
 	KillSamples   int           // kill cycles
 	Checks        int           // state machine checks for step_us and sql_share
@@ -74,7 +78,7 @@ type Options struct {
 // shrinking the baseline's counterexamples, and the two deployments of
 // the topology figures.
 func Full() Options {
-	return Options{Samples: 2000, SchemaSamples: 200, KillSamples: 30, Checks: 200,
+	return Options{Samples: 2000, StartSamples: 30, SchemaSamples: 200, KillSamples: 30, Checks: 200,
 		Seeds: []uint64{1, 2, 3, 4, 5}, ThroughputFor: 5 * time.Second, Parallel: []int{1, 2},
 		Config: Config(), ConcurrentHistories: 30, TopologyCycles: 5}
 }
@@ -82,7 +86,7 @@ func Full() Options {
 // Quick runs every code path once or a few times: a test that the figures
 // can still be taken, not a measurement.
 func Quick() Options {
-	return Options{Samples: 5, SchemaSamples: 2, KillSamples: 1, Checks: 2,
+	return Options{Samples: 5, StartSamples: 1, SchemaSamples: 2, KillSamples: 1, Checks: 2,
 		Seeds: []uint64{1}, ThroughputFor: 100 * time.Millisecond, Parallel: []int{1, 2},
 		Config: Config(), ConcurrentHistories: 1, TopologyCycles: 1}
 }
@@ -121,11 +125,15 @@ type Target struct {
 
 // Targets judges the figures: harness overhead at most 30%, the reset at
 // least ten times cheaper than a schema per check, the baseline's
-// counterexample found and shrunk in under two seconds.
+// counterexample found and shrunk in under two seconds, a worker's start
+// at most 15 ms of CPU and one harness at 100 checks a second or more.
 func (f Figures) Targets() []Target {
 	ratio := f.SchemaResetUS / f.ResetUS
 	total := f.BaselineFindMS + f.BaselineShrinkMS
+	one := f.ChecksPerS["1"]
 	return []Target{
+		{"worker_start_cpu_ms", f.WorkerStartCPUMS, "<= 15", f.WorkerStartCPUMS <= 15},
+		{"checks_per_s[1]", one, ">= 100", one >= 100},
 		{"sql_share", f.SQLShare, ">= 0.7", f.SQLShare >= 0.7},
 		{"schema_reset_us / reset_us", ratio, ">= 10", ratio >= 10},
 		{"baseline_find_ms + baseline_shrink_ms", total, "< 2000", total < 2000},
@@ -141,6 +149,7 @@ func (f Figures) Finite() error {
 		"reset_us": f.ResetUS, "schema_reset_us": f.SchemaResetUS,
 		"baseline_find_ms": f.BaselineFindMS, "baseline_shrink_ms": f.BaselineShrinkMS,
 		"kill_cycle_ms":        f.KillCycleMS,
+		"worker_start_cpu_ms":  f.WorkerStartCPUMS,
 		"concurrent_ops_per_s": f.ConcurrentOpsPerS, "raw_ops_per_s": f.RawOpsPerS,
 		"linearize_ms_per_1k_ops": f.LinearizeMSPer1kOps,
 	} {

@@ -20,6 +20,9 @@ type Machine struct {
 	// Load is the 1-minute load average when the run began: other work on
 	// the machine is the main source of noise in the figures.
 	Load string `json:"load"`
+	// Worker is the executable a protocol file's worker processes run:
+	// outboxlab-worker, or the harness's own binary (worker/executable.go).
+	Worker string `json:"worker"`
 }
 
 // Host describes this machine and the server.

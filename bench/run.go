@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/sut"
+	"github.com/outboxlab/outboxlab/worker"
 )
 
 // Run takes every figure against srv, saying what it measures on progress.
@@ -17,7 +19,7 @@ func Run(ctx context.Context, srv *pgserver.Server, opt Options, progress io.Wri
 	r := &runner{ctx: ctx, srv: srv, opt: opt, progress: progress,
 		f: Figures{ChecksPerS: map[string]float64{}, Machine: Host(srv)}}
 	defer r.close()
-	err := firstError(r.install, r.sqlFigures, r.killCycle, r.stateMachine, r.externalStep, r.baseline, r.throughput, r.concurrent, r.roundTrips, r.topologies)
+	err := firstError(r.install, r.sqlFigures, r.workerStart, r.killCycle, r.stateMachine, r.externalStep, r.baseline, r.throughput, r.concurrent, r.roundTrips, r.topologies)
 	return r.f, err
 }
 
@@ -97,6 +99,22 @@ func (r *runner) sqlFigures() error {
 	}
 	r.f.SQLFloorUS, r.f.ResetUS, r.f.SchemaResetUS = us(floor), us(reset), us(schema)
 	return nil
+}
+
+func (r *runner) workerStart() error {
+	return r.step(fmt.Sprintf("worker start-up CPU, %d processes", r.opt.StartSamples), func() error {
+		inst := r.leased[0]
+		var cpu []time.Duration
+		for range max(r.opt.StartSamples, 1) {
+			d, exe, err := worker.StartCPU(worker.Spec{Name: "w1", ConnString: inst.ConnString, Statements: inst.Statements})
+			if err != nil {
+				return err
+			}
+			cpu, r.f.Machine.Worker = append(cpu, d), filepath.Base(exe)
+		}
+		r.f.WorkerStartCPUMS = ms(median(cpu))
+		return nil
+	})
 }
 
 func (r *runner) killCycle() error {

@@ -77,7 +77,7 @@ func New(ctx context.Context, inst *sut.Instance, b *broker.Broker, cfg Config, 
 }
 
 func (h *Harness) spec(name string) worker.Spec {
-	return worker.Spec{Name: name, ConnString: h.Inst.ConnString, Statements: h.Inst.Statements, OpTimeout: h.Cfg.OpTimeout}
+	return worker.Spec{Name: name, ConnString: h.Inst.ConnString, Statements: h.Inst.Statements, OpTimeout: h.Cfg.OpTimeout, Relay: true}
 }
 
 // Close kills every process and stops the proxies.

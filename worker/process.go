@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -78,15 +77,30 @@ func Spawn(spec Spec) (*Process, error) {
 	if spec.Statements.Worker != nil {
 		return spawnExternal(spec)
 	}
-	c, err := takeWarm()
+	exe, err := executableFor(spec)
 	if err != nil {
 		return nil, err
 	}
+	c, err := takeWarm(exe)
+	if err != nil {
+		return nil, err
+	}
+	r, err := initGo(c, spec)
+	if err != nil {
+		return nil, err
+	}
+	return &Process{Name: spec.Name, spec: spec, c: c, goWorker: true, Backend: r.Backend, fence: r.Fence,
+		batch: max(spec.Statements.Batch, 1)}, nil
+}
+
+// initGo sends an idle Go worker its init (the spec, its connection) and
+// waits for the answer; a worker that fails it is killed.
+func initGo(c *workerproto.Client, spec Spec) (workerproto.Reply, error) {
 	c.Worker = spec.Name
 	ext, err := json.Marshal(initExt{Statements: spec.Statements, Pooled: spec.Pooled, Board: spec.Board, Slot: spec.Slot})
 	if err != nil {
 		c.Kill(false)
-		return nil, err
+		return workerproto.Reply{}, err
 	}
 	r, err := c.Call(workerproto.Request{Type: workerproto.Init, Protocol: workerproto.Version, Worker: spec.Name,
 		DSN: spec.ConnString, Schema: spec.Statements.Schema, OpTimeoutMS: spec.OpTimeout.Milliseconds(),
@@ -94,38 +108,31 @@ func Spawn(spec Spec) (*Process, error) {
 	switch {
 	case err == workerproto.ErrTimeout:
 		c.Kill(false)
-		return nil, fmt.Errorf("worker %s: %w", spec.Name, ErrHung)
+		return r, fmt.Errorf("worker %s: %w", spec.Name, ErrHung)
 	case err != nil:
-		return nil, err
+		return r, err
 	case r.Type == "error":
 		c.Kill(false)
-		return nil, fmt.Errorf("worker %s could not start: %s", spec.Name, r.Text)
+		return r, fmt.Errorf("worker %s could not start: %s", spec.Name, r.Text)
 	}
-	return &Process{Name: spec.Name, spec: spec, c: c, goWorker: true, Backend: r.Backend, fence: r.Fence,
-		batch: max(spec.Statements.Batch, 1)}, nil
+	return r, nil
 }
 
-// startGo execs an idle Go worker process that waits for its init.
-func startGo() (*workerproto.Client, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
+// startGo execs an idle Go worker process, of executable exe, that waits
+// for its init.
+func startGo(exe string) (*workerproto.Client, error) {
 	// GOMAXPROCS=1 from the start, not from MainIfWorker's call: a runtime
 	// started with one P runs its package initialisers on it, and is not
 	// stopped and resized a moment later. A worker's start-up is what a
 	// Kill costs, and kills are frequent (see docs/performance.md).
-	c, err := workerproto.Start(shellQuote(exe), "", []string{envVar + "=1", "GOMAXPROCS=1"})
+	c, err := workerproto.StartExecutable(exe, "", []string{envVar + "=1", "GOMAXPROCS=1"})
 	if err != nil {
 		return nil, err
 	}
-	// Failure messages name the executable, not its temporary directory.
+	// Failure messages name the executable, not its directory.
 	c.Command = filepath.Base(exe)
 	return c, nil
 }
-
-// shellQuote is s as one word of /bin/sh.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Do sends one request and waits for its answer. A worker that does not
 // answer within its statement timeout plus a margin returns ErrHung, and

@@ -15,36 +15,46 @@ import (
 // worker (Pdeathsig).
 const warmStock = 4
 
+// There is a stock per executable (executable.go): the small worker's for
+// protocol files, the harness's own binary's for Go drivers and relays.
+// A stock is started on its first use.
 var warm struct {
-	once  sync.Once
-	procs chan *workerproto.Client
+	mu     sync.Mutex
+	stocks map[string]chan *workerproto.Client
 }
 
-func takeWarm() (*workerproto.Client, error) {
-	warm.once.Do(func() {
-		warm.procs = make(chan *workerproto.Client, warmStock)
-		go refill()
-	})
+func takeWarm(exe string) (*workerproto.Client, error) {
+	warm.mu.Lock()
+	if warm.stocks == nil {
+		warm.stocks = map[string]chan *workerproto.Client{}
+	}
+	stock := warm.stocks[exe]
+	if stock == nil {
+		stock = make(chan *workerproto.Client, warmStock)
+		warm.stocks[exe] = stock
+		go refill(exe, stock)
+	}
+	warm.mu.Unlock()
 	select {
-	case c := <-warm.procs:
+	case c := <-stock:
 		if c != nil {
 			return c, nil
 		}
 	default:
 	}
-	return startGo()
+	return startGo(exe)
 }
 
-// refill keeps the stock full for the life of the process. It runs on a
+// refill keeps a stock full for the life of the process. It runs on a
 // goroutine locked to its own OS thread, which never exits: Pdeathsig fires
 // when the thread that started a child ends, not the process.
-func refill() {
+func refill(exe string, stock chan *workerproto.Client) {
 	runtime.LockOSThread()
 	for {
-		c, err := startGo()
+		c, err := startGo(exe)
 		if err != nil {
 			return
 		}
-		warm.procs <- c
+		stock <- c
 	}
 }

@@ -36,6 +36,9 @@ type Spec struct {
 	// statement (the connection string's query mode needs none), and the
 	// harness finds its server backend by its name (Backend).
 	Pooled bool `json:",omitempty"`
+	// Relay says the worker runs relay mode's publish and consume, which
+	// only the harness's own binary links (executable.go).
+	Relay bool `json:",omitempty"`
 	// App is the application_name of the process's connections, set by
 	// Spawn: one per process (appName).
 	App string `json:",omitempty"`

@@ -64,7 +64,17 @@ func (e *Error) Error() string {
 // reads them) with exec, so that the process the suite signals is the
 // worker's own, not a shell's. The worker dies with the suite.
 func Start(command, worker string, env []string) (*Client, error) {
-	cmd := exec.Command("/bin/sh", "-c", "exec "+command)
+	return start(exec.Command("/bin/sh", "-c", "exec "+command), command, worker, env)
+}
+
+// StartExecutable runs the executable at path with no arguments and no
+// shell before it: the suite's own Go workers, whose start-up every kill
+// pays (a shell's start-up would be a part of it).
+func StartExecutable(path, worker string, env []string) (*Client, error) {
+	return start(exec.Command(path), path, worker, env)
+}
+
+func start(cmd *exec.Cmd, command, worker string, env []string) (*Client, error) {
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// A child the worker started may hold its stderr open: the exit is

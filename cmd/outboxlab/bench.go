@@ -107,6 +107,7 @@ func printFigures(w io.Writer, f bench.Figures) {
 		{"baseline_find_ms", f.BaselineFindMS, "ms", "median time to baseline's first counterexample"},
 		{"baseline_shrink_ms", f.BaselineShrinkMS, "ms", "median time from there to its minimal form"},
 		{"kill_cycle_ms", f.KillCycleMS, "ms", "median spawn, connect, claim, SIGKILL, backend gone"},
+		{"worker_start_cpu_ms", f.WorkerStartCPUMS, "ms", "median CPU of one worker process (" + m.Worker + ") from exec to its answer to init"},
 		{"concurrent_ops_per_s", f.ConcurrentOpsPerS, "", "check --concurrent's driver on leased, unchecked: operations recorded per second"},
 		{"raw_ops_per_s", f.RawOpsPerS, "", "the same statements from as many plain pgx connections"},
 		{"linearize_ms_per_1k_ops", f.LinearizeMSPer1kOps, "ms", "porcupine's check time per 1000 recorded operations"},

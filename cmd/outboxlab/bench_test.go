@@ -25,7 +25,7 @@ func TestBenchJSONKeys(t *testing.T) {
 		t.Fatalf("not one JSON object: %v\n%s", err, stdout.String())
 	}
 	keys := []string{"sql_floor_us", "step_us", "sql_share", "reset_us", "schema_reset_us",
-		"baseline_find_ms", "baseline_shrink_ms", "kill_cycle_ms",
+		"baseline_find_ms", "baseline_shrink_ms", "kill_cycle_ms", "worker_start_cpu_ms",
 		"concurrent_ops_per_s", "raw_ops_per_s", "linearize_ms_per_1k_ops"}
 	if m, _ := got["machine"].(map[string]any); m["server"] == "local" {
 		keys = append(keys, "failover_cycle_ms", "crash_cycle_ms", "round_trips_per_step", "state_read_share") // taken on a local cluster only
@@ -45,8 +45,8 @@ func TestBenchJSONKeys(t *testing.T) {
 			t.Errorf("checks_per_s[%s] = %v, want a positive number", p, rates[p])
 		}
 	}
-	if m, _ := got["machine"].(map[string]any); m["cpus"] == nil || m["postgres"] == nil {
-		t.Errorf("machine = %v, want cpus and postgres", got["machine"])
+	if m, _ := got["machine"].(map[string]any); m["cpus"] == nil || m["postgres"] == nil || m["worker"] != "outboxlab-worker" {
+		t.Errorf("machine = %v, want cpus, postgres and the worker executable outboxlab-worker", got["machine"])
 	}
 	if len(got) != len(keys)+2 {
 		t.Errorf("%d keys, want exactly %d: %v", len(got), len(keys)+2, got)
