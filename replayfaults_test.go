@@ -6,6 +6,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/pgserver"
+	"github.com/outboxlab/outboxlab/search"
 )
 
 // A program holding a fault, as the machine prints it: what a replay must
@@ -140,5 +141,30 @@ func replayFaultPrograms(t *testing.T, topo pgserver.Topology, programs []faultP
 				}
 			}
 		})
+	}
+}
+
+// TestShrinkTakesOutFaultsTheFailureDoesNotNeed: a fault is a field of
+// its step, and the shrinker takes it out as it takes out a step. The
+// README's counterexample (baseline, seed 4721420954342791) was found with
+// its first claim's reply lost, which the failure does not need: shrunk,
+// it has no fault, and still breaks the same rule in three steps.
+// (search's TestFaultsTakenOutOneAtATime: a fault the failure needs
+// stays.)
+func TestShrinkTakesOutFaultsTheFailureDoesNotNeed(t *testing.T) {
+	honestSearch(t)
+	setRapidFlag(t, "rapid.seed", "4721420954342791")
+	setRapidFlag(t, "rapid.checks", "1")
+	h := harness(t, "baseline", machine.Default())
+	c := search.On(h).Search(t.Name(), shrinkBudget)
+	program := strings.Join(c.Program, "\n")
+	if !c.Caught || c.Failure == nil || !strings.Contains(c.Failure.Rule, "claim took e2 out of order") {
+		t.Fatalf("seed 4721420954342791 no longer finds the README's failure (pick another seed): %s\n%s", c.Report, program)
+	}
+	if strings.Contains(program, "   // reply_lost") || strings.Contains(program, "   // request_lost") {
+		t.Errorf("shrunk to a program with a fault the failure does not need:\n%s", program)
+	}
+	if n := c.Steps(); n > 3 {
+		t.Errorf("shrunk to %d steps, want at most the README's 3:\n%s", n, program)
 	}
 }

@@ -274,3 +274,36 @@ setup: 2 workers (w1 w2), events e1
 		t.Errorf("a single Age was replaced: it may be what shows a short lease")
 	}
 }
+
+// TestFaultsTakenOutOneAtATime: each faulted step gives a candidate
+// without its fault, simpler than the program (fewer faults at the same
+// length); a failure that needs step 2's lost reply keeps it, and step
+// 1's lost request, which it does not need, goes.
+func TestFaultsTakenOutOneAtATime(t *testing.T) {
+	p := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> unknown   // request_lost, ambiguous: applied or not, decided by the next read
+  2. w2.Claim() -> unknown   // reply_lost, ambiguous: applied or not, decided by the next read
+  3. w1.Claim() -> empty`)
+	cands := withoutFaults(p)
+	if len(cands) != 2 || cands[0].Steps[1].Fault != "" || cands[0].Steps[0].Fault == "" ||
+		cands[1].Steps[0].Fault != "" || cands[1].Steps[1].Fault == "" {
+		t.Fatalf("candidates:\n%v\nwant step 2's fault out, then step 1's", cands)
+	}
+	for _, c := range cands {
+		if !simplerThan(c, p) || simplerThan(p, c) {
+			t.Errorf("candidate\n%s\nis not simpler than\n%s", c, p)
+		}
+	}
+	needsStep2 := func(c Program) bool { return c.Steps[1].Fault == "reply_lost" }
+	got, ok := firstFailing(p, cands, needsStep2)
+	if !ok || got.Steps[0].Fault != "" || got.Steps[1].Fault != "reply_lost" {
+		t.Fatalf("first failing candidate %v (%v), want step 1's lost request out and step 2's lost reply kept", got, ok)
+	}
+	if _, ok := firstFailing(got, withoutFaults(got), needsStep2); ok {
+		t.Errorf("the lost reply the failure needs was taken out")
+	}
+	if n := len(withoutFaults(mustParse(t, stuck))); n != 0 {
+		t.Errorf("%d candidates from a program without faults, want none", n)
+	}
+}

@@ -69,7 +69,9 @@ func (h Searcher) confirm(p Program, rule string) *Violation {
 // and more; a replay costs only the steps it runs. The candidates: fewer
 // steps (delta debugging); an event or a worker taken out with every step
 // that names it, the first enqueue made part of the setup, a claim
-// transaction taken out, a committed claim taken out with its outcomes
+// transaction taken out, a step's fault taken out (a lost request or
+// reply, a stuck commit: the step then runs as it would have without it),
+// a committed claim taken out with its outcomes
 // and the later generations renumbered, a retry and the MakeDue after it
 // made an Expire (shrink_moves.go); the same steps with two events
 // or two workers swapped, so that a later pass can drop the unused one;
@@ -150,13 +152,42 @@ func firstFailing(p Program, cands []Program, fails func(Program) bool) (Program
 	return Program{}, false
 }
 
-// simplerThan orders programs by steps, then workers, then events, then
-// how far down the name lists the steps reach; every candidate must be
-// simpler than the program it came from, so shrinking ends.
+// simplerThan orders programs by steps, then the faults that hit them,
+// then workers, then events, then how far down the name lists the steps
+// reach; every candidate must be simpler than the program it came from,
+// so shrinking ends.
 func simplerThan(p Program, q Program) bool {
-	a := []int{len(p.Steps), len(p.Workers), len(p.Events), nameRank(p)}
-	b := []int{len(q.Steps), len(q.Workers), len(q.Events), nameRank(q)}
+	a := []int{len(p.Steps), faults(p), len(p.Workers), len(p.Events), nameRank(p)}
+	b := []int{len(q.Steps), faults(q), len(q.Workers), len(q.Events), nameRank(q)}
 	return slices.Compare(a, b) < 0
+}
+
+// faults is how many of p's steps a fault hit (a lost request or reply, a
+// stuck commit): each a field of its step, not a step.
+func faults(p Program) int {
+	n := 0
+	for _, s := range p.Steps {
+		if s.Fault != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// withoutFaults are p with one step's fault taken out, for each step a
+// fault hit, last step first: the same step then runs as it would have
+// without the fault, and a failure that did not need it keeps failing.
+func withoutFaults(p Program) []Program {
+	var out []Program
+	for i := len(p.Steps) - 1; i >= 0; i-- {
+		if p.Steps[i].Fault == "" {
+			continue
+		}
+		c := slices.Clone(p.Steps)
+		c[i].Fault = ""
+		out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: c})
+	}
+	return out
 }
 
 func nameRank(p Program) int {
@@ -175,7 +206,7 @@ func nameNumber(name string) int {
 
 // simpler lists the candidates other than fewer steps, simplest first.
 func (h Searcher) simpler(p Program) []Program {
-	var out []Program
+	out := withoutFaults(p)
 	if len(p.Workers) > h.Cfg.MinWorkers {
 		out = append(out, Program{Workers: p.Workers[:len(p.Workers)-1], Events: p.Events, Steps: p.Steps})
 	}
