@@ -5,9 +5,12 @@
 // and records each operation on a board of shared memory (drive.go,
 // board.go), where a SIGKILL cannot take it.
 //
-// The process is the current executable re-executed with OUTBOXLAB_WORKER
-// set: a test binary's TestMain and the outboxlab command both call
-// MainIfWorker first thing.
+// The process runs with OUTBOXLAB_WORKER set, and calls MainIfWorker first
+// thing: for a protocol file it is cmd/outboxlab-worker, which links pgx
+// and this package only; for a Go driver or a relay, the current
+// executable re-executed (a test binary's TestMain and the outboxlab
+// command both call MainIfWorker), the only one that has the driver or the
+// broker client (executable.go).
 package worker
 
 import (
