@@ -1,6 +1,8 @@
 package machine
 
 import (
+	"slices"
+
 	"github.com/outboxlab/outboxlab/model"
 )
 
@@ -41,4 +43,47 @@ func (r *run) rebound(op model.Op) model.Op {
 		}
 	}
 	return op
+}
+
+// renameClaimed is ReplayRebinding's second rebinding: a claim step s that
+// the program records as taking one event and that took another (got)
+// swaps the two events' names in the steps after it, so that the outcomes
+// and fixtures that named the recorded event now name the one the claim
+// took, and the other way round. Take out a program's early claim and a
+// later claim comes back with another row: the steps after it follow that
+// row, as the swap moves of the shrinker would, without a replay per swap.
+// A claim of several rows, or one the record has no row for, renames
+// nothing; neither does an enqueue, whose name is the event it creates.
+func renameClaimed(rest []Step, s Step, got model.Outcome) {
+	if (s.Op.Kind != model.ClaimOp && s.Op.Kind != model.Begin) || s.Op.Part.Of > 0 {
+		return
+	}
+	want, took := s.Out.Grants(), got.Grants()
+	if len(want) != 1 || len(took) != 1 || want[0].Event == took[0].Event {
+		return
+	}
+	a, b := want[0].Event, took[0].Event
+	swap := func(e string) string {
+		switch e {
+		case a:
+			return b
+		case b:
+			return a
+		}
+		return e
+	}
+	for i := range rest {
+		if rest[i].Op.Kind == model.Enqueue {
+			continue
+		}
+		rest[i].Op.Event = swap(rest[i].Op.Event)
+		if rest[i].Out.Kind == model.Claimed {
+			rest[i].Out.Event = swap(rest[i].Out.Event)
+			more := slices.Clone(rest[i].Out.More) // the program's own is shared
+			for j := range more {
+				more[j].Event = swap(more[j].Event)
+			}
+			rest[i].Out.More = more
+		}
+	}
 }

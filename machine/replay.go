@@ -29,9 +29,11 @@ func (h *Harness) ReplayLenient(p Program) (*Violation, error) { return h.replay
 
 // ReplayRebinding is ReplayLenient that first gives an outcome naming a
 // claim its worker never received the generation of that worker's latest
-// claim of the same event, if it has one (rebind.go): what a shrinker
-// wants of a program whose earlier claims it took out, so that the later
-// claims come back with other generations.
+// claim of the same event, if it has one, and after a claim that took
+// another row than the program records, swaps the two rows' names in the
+// steps after it (rebind.go): what a shrinker wants of a program whose
+// earlier claims it took out, so that the later claims come back with
+// other rows and generations.
 func (h *Harness) ReplayRebinding(p Program) (*Violation, error) { return h.replay(p, rebinding) }
 
 // replayMode is how a replay treats a step the machine could not have
@@ -63,7 +65,9 @@ func (h *Harness) replay(p Program, mode replayMode) (*Violation, error) {
 		}()
 		r := h.beginProgram(t, p.Workers, p.Events)
 		stuck := false // the last step ran a stuck commit, its failover included
-		for i, s := range p.Steps {
+		steps := slices.Clone(p.Steps)
+		for i := range steps {
+			s := steps[i]
 			op := s.Op
 			if stuck && op.Kind == model.Failover {
 				stuck = false
@@ -84,6 +88,7 @@ func (h *Harness) replay(p Program, mode replayMode) (*Violation, error) {
 				harnessErr = &ReplayError{Step: i + 1, Op: op, Err: err}
 				return
 			}
+			r.lastOut = model.Outcome{}
 			switch s.Fault {
 			case "":
 				r.runOp(op)
@@ -94,6 +99,9 @@ func (h *Harness) replay(p Program, mode replayMode) (*Violation, error) {
 				r.faultedStep(r.withClaim(op), s.Fault)
 			}
 			r.noteReplayTokens(op, s.Out)
+			if mode == rebinding {
+				renameClaimed(steps[i+1:], s, r.lastOut)
+			}
 		}
 		r.drain()
 	}()

@@ -16,11 +16,14 @@ import (
 // only while an ambiguous outcome is undecided), the last observed rows
 // and the workers' process states.
 type run struct {
-	h      *Harness
-	t      *rapid.T
-	states []model.State
-	rows   []sut.StateRow
-	ids    map[string]string // event -> its row's id in the state query (the fixtures' @id)
+	h *Harness
+	t *rapid.T
+	// lastOut is what the last step that ran returned (a replay's
+	// rebinding compares it with the program's record).
+	lastOut model.Outcome
+	states  []model.State
+	rows    []sut.StateRow
+	ids     map[string]string // event -> its row's id in the state query (the fixtures' @id)
 	// claimIDs is the id each claim returned, by the claim's model.Claim.ID:
 	// what its worker passes as @id to that claim's complete, retry and
 	// renew, as a relay would (it may be a per-claim handle rather than
@@ -158,6 +161,7 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 	r.stepStart = time.Now()
 	got := do()
 	next, got := r.judge(op, got, fmt.Sprintf("%3d. ", r.stepNumber()))
+	r.lastOut = got
 	if r.endsWait(op) {
 		r.finishWait(op, next)
 		return got

@@ -77,8 +77,10 @@ func (h Searcher) confirm(p Program, rule string) *Violation {
 // or two workers swapped, so that a later pass can drop the unused one;
 // one or two steps fewer and a swap together; an open claim transaction
 // that commits made an autocommit claim; fewer workers or events. Replays
-// are lenient: a step the machine could not have drawn at its point is
-// skipped. It stops at deadline with the smallest failing program so far.
+// rebind (machine.Harness.ReplayRebinding): a step the machine could not
+// have drawn at its point is skipped, an outcome follows its worker's
+// latest claim of the row, and the steps after a claim that took another
+// row than recorded follow the row it took. It stops at deadline with the smallest failing program so far.
 func (h Searcher) ShrinkProgram(p Program, rule string, deadline time.Time) Program {
 	kept := h.shrink(p, rule, deadline)
 	return kept[len(kept)-1]
@@ -110,7 +112,7 @@ func (h Searcher) shrink(p Program, rule string, deadline time.Time) []Program {
 			return true
 		}
 	}
-	fails := replays(h.ReplayLenient)
+	fails := replays(h.ReplayRebinding)
 	if _, ok := firstFailing(p, tails(p), replays(h.ReplayRebinding)); ok {
 		// As the replay ran it: the generations rebound.
 		p = kept[len(kept)-1]
