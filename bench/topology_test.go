@@ -29,7 +29,7 @@ func TestRewindCycleNeedsARewind(t *testing.T) {
 // an error; on another server
 // they are not taken, and that is no error.
 func TestFiniteHoldsTheTopologyFigures(t *testing.T) {
-	f := Figures{SQLFloorUS: 1, StepUS: 1, SQLShare: 1, ResetUS: 1, SchemaResetUS: 1, BaselineFindMS: 1, KillCycleMS: 1,
+	f := Figures{SQLFloorUS: 1, StepUS: 1, SQLShare: 1, ResetUS: 1, SchemaResetUS: 1, BaselineFindMS: 1, KillCycleMS: 1, WorkerStartCPUMS: 1,
 		ConcurrentOpsPerS: 1, RawOpsPerS: 1, LinearizeMSPer1kOps: 1, ChecksPerS: map[string]float64{"1": 1},
 		Machine: Machine{Server: "env"}}
 	if err := f.Finite(); err != nil {
