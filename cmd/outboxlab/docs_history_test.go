@@ -140,7 +140,7 @@ func camelWords(name string) []string {
 // product's sessions and ordinary ordinals alone.
 func TestHistoryWordsFound(t *testing.T) {
 	// The phrases as templates: PERIOD is the word the work's periods were
-	// named by, HELPER the word for who ran what, each written once here.
+	// named by, ROLE the word for who ran what, each written once here.
 	const period, helper = "session", "helper"
 	var bad []string
 	for _, tmpl := range []string{
@@ -149,15 +149,15 @@ func TestHistoryWordsFound(t *testing.T) {
 		"12 since the fifteenth's cuts",
 		"Since the fourteenth, go test ./... is",
 		"with the topologies CI took 959 s; since the eighth,",
-		"with a HELPER's runs beside them",
-		"For River and Oban the HELPERs checked this",
+		"with a ROLE's runs beside them",
+		"For River and Oban the ROLEs checked this",
 		"CI runs the same script on every submission",
 		"after this wave's other work",
 		"the PERIOD's later code with the session-lease tests",
 		"CI's time this PERIOD",
 		"the first PERIOD",
 	} {
-		bad = append(bad, strings.NewReplacer("PERIOD", period, "HELPER", helper).Replace(tmpl))
+		bad = append(bad, strings.NewReplacer("PERIOD", period, "ROLE", helper).Replace(tmpl))
 	}
 	for _, bad := range bad {
 		if got := textHistory("x.md", 1, bad); len(got) != 1 {
