@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/outboxlab/outboxlab/internal/proc"
 )
 
 // Which executable a Go worker process runs. A kill restarts a worker, and
@@ -55,10 +57,8 @@ func executableFor(spec Spec) (string, error) {
 	return os.Executable()
 }
 
-// SmallExecutable is the path of cmd/outboxlab-worker as the harness runs
+// smallExecutable is the path of cmd/outboxlab-worker as the harness runs
 // it, or why it has none (then workers re-execute the harness's binary).
-func SmallExecutable() (string, error) { return smallExecutable() }
-
 func smallExecutable() (string, error) {
 	small.once.Do(func() { small.path, small.err = findSmall() })
 	return small.path, small.err
@@ -71,22 +71,20 @@ func findSmall() (string, error) {
 		}
 		return p, nil
 	}
-	gocmd, err := exec.LookPath("go")
+	gocmd, err := exec.LookPath(proc.GoCommand())
 	if err != nil {
-		gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(gocmd); err != nil {
-			return "", fmt.Errorf("no go command to build %s with", workerPackage)
-		}
+		return "", fmt.Errorf("no go command to build %s with", workerPackage)
 	}
 	// First from the working directory, whose module requires this one
 	// (a test binary runs in its package's directory), so the worker
 	// links the same versions the harness does; then from this module's
 	// own source, for an outboxlab command run elsewhere.
+	dirs := []string{""}
+	if root := moduleRoot(); root != "" {
+		dirs = append(dirs, root)
+	}
 	var errs []string
-	for _, dir := range []string{"", moduleRoot()} {
-		if dir == "." {
-			continue
-		}
+	for _, dir := range dirs {
 		path, err := goRunPath(gocmd, dir)
 		if err == nil {
 			return path, nil
@@ -121,11 +119,11 @@ func goRunPath(gocmd, dir string) (string, error) {
 }
 
 // moduleRoot is this module's source directory as the compiler saw it
-// ("." when the binary was built with -trimpath).
+// ("" when the binary was built with -trimpath).
 func moduleRoot() string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok || !filepath.IsAbs(file) {
-		return "."
+		return ""
 	}
 	return filepath.Dir(filepath.Dir(file))
 }

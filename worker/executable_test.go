@@ -26,7 +26,7 @@ func exeOf(t *testing.T, p *Process) string {
 func TestFileWorkersRunTheSmallExecutable(t *testing.T) {
 	_, file := setup(t, v2Protocol)
 	if got := filepath.Base(exeOf(t, file)); got != "outboxlab-worker" {
-		small, err := SmallExecutable()
+		small, err := smallExecutable()
 		t.Fatalf("a file's worker runs %s, want outboxlab-worker (SmallExecutable: %q, %v)", got, small, err)
 	}
 	if c := do(t, file, Request{Op: "claim"}); len(c.Rows) != 2 {

@@ -70,10 +70,7 @@ func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
 // process comes from a small stock of started, idle processes (see
 // warm.go), so a respawn costs a connection, not an exec.
 func Spawn(spec Spec) (*Process, error) {
-	if spec.OpTimeout == 0 {
-		spec.OpTimeout = 5 * time.Second
-	}
-	spec.App = appName(spec.Name, spec.Pooled)
+	spec = spec.withDefaults()
 	if spec.Statements.Worker != nil {
 		return spawnExternal(spec)
 	}
@@ -91,6 +88,16 @@ func Spawn(spec Spec) (*Process, error) {
 	}
 	return &Process{Name: spec.Name, spec: spec, c: c, goWorker: true, Backend: r.Backend, fence: r.Fence,
 		batch: max(spec.Statements.Batch, 1)}, nil
+}
+
+// withDefaults is spec with its statement timeout defaulted and its
+// connections' application_name set.
+func (spec Spec) withDefaults() Spec {
+	if spec.OpTimeout == 0 {
+		spec.OpTimeout = 5 * time.Second
+	}
+	spec.App = appName(spec.Name, spec.Pooled)
+	return spec
 }
 
 // initGo sends an idle Go worker its init (the spec, its connection) and

@@ -13,10 +13,7 @@ import (
 // perf stat's task-clock counts) is the figure. The executable is named
 // too, so that a figure says which binary it is of.
 func StartCPU(spec Spec) (cpu time.Duration, exe string, err error) {
-	if spec.OpTimeout == 0 {
-		spec.OpTimeout = 5 * time.Second
-	}
-	spec.App = appName(spec.Name, spec.Pooled)
+	spec = spec.withDefaults()
 	if exe, err = executableFor(spec); err != nil {
 		return 0, "", err
 	}

@@ -10,12 +10,11 @@ package importgraph
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/outboxlab/outboxlab/internal/proc"
 )
 
 // Heavy names the modules a user's test binary must not link: the
@@ -83,7 +82,7 @@ func Load(dir string, tests bool, pkgs ...string) (*Graph, error) {
 }
 
 func goList(dir string, args []string) (string, error) {
-	cmd := exec.Command(goCommand(), args...)
+	cmd := exec.Command(proc.GoCommand(), args...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -93,16 +92,6 @@ func goList(dir string, args []string) (string, error) {
 	}
 	return string(out), nil
 }
-
-// goCommand is the go command of the toolchain that built this binary.
-func goCommand() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // Violation is a heavy module reached from a root, and the shortest chain
 // of imports that reaches it.
