@@ -62,15 +62,19 @@ func (a *actor) process() *worker.Process {
 }
 
 // target is the process the fault loop may kill or pause: its pid and the
-// server backend of its connection (0, 0 without one), as the process
-// last published it on the board (a driving worker reconnects by itself).
-func (a *actor) target() (pid int, backend uint32) {
+// server backend of its connection (0 and none without one). A Go worker's
+// is the pid it last published on the board (a driving worker reconnects
+// by itself); a worker executable's is found by its application_name.
+func (a *actor) target() (pid int, backend worker.Backend) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.proc == nil {
-		return 0, 0
+	switch {
+	case a.proc == nil:
+		return 0, worker.Backend{}
+	case a.proc.External():
+		return a.proc.Pid(), a.proc.ServerBackend()
 	}
-	return a.proc.Pid(), a.slot.Backend()
+	return a.proc.Pid(), worker.Backend{PID: a.slot.Backend()}
 }
 
 // discard kills the process p (if it is still the actor's) and forgets it.
@@ -125,7 +129,7 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 	if p == nil || a.stale && !h.reconnect(a, p) {
 		return model.Outcome{}, worker.Response{}, false
 	}
-	backend, epoch := p.Backend, h.epoch.Load()
+	backend, epoch := p.ServerBackend(), h.epoch.Load()
 	call := h.rec.call(a.client, Input{Op: op})
 	resp, err := p.Do(req)
 	a.slot.SetBackend(p.Backend)

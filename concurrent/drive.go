@@ -20,9 +20,17 @@ import (
 // fault cut that the worker asks it to. When the fault loop kills the
 // process, its records are taken, the operation it was running is ended
 // here (its backend gone, its outcome unknown), and a new process takes
-// the rest of the budget, remembering no claim.
+// the rest of the budget, remembering no claim. A worker executable serves
+// no drive: the parent makes its draws and sends them one at a time
+// (parentOps).
 func (h *history) drive(a *actor, stream uint64, rng *rand.Rand) {
-	req := worker.DriveRequest{Stream: stream, Hold: h.r.cfg.Hold, Renew: h.r.inst.Proto.Has(sut.Renew)}
+	req := worker.DriveRequest{Stream: stream, Hold: h.r.cfg.Hold, Renew: h.r.inst.Proto.Has(sut.Renew),
+		NoTx: !h.r.inst.Proto.Has(sut.Tx)}
+	if h.r.inst.Statements.Worker != nil {
+		req.Seed = rng.Uint64()
+		worker.Drawer{Board: h.board, Slot: a.slot.Index(), Name: a.name, HasGen: h.hasGen(), Req: req}.Draw(parentOps{h, a})
+		return
+	}
 	for h.board.Left() {
 		p := a.process()
 		if p == nil { // no process can start while the server restarts
@@ -31,7 +39,7 @@ func (h *history) drive(a *actor, stream uint64, rng *rand.Rand) {
 		}
 		req.Seed = rng.Uint64()
 		resp, err := p.Drive(worker.Request{Op: worker.OpDrive, Drive: &req}, h.driveLimit(),
-			func(backend uint32, epoch int64) { h.endBackend(backend, epoch) })
+			func(backend uint32, epoch int64) { h.endBackend(worker.Backend{PID: backend}, epoch) })
 		killed := err != nil && a.killed.Load() == int64(p.Pid())
 		if err != nil {
 			a.discard(p) // dead, or hung: killed now
@@ -90,7 +98,7 @@ func (h *history) collect(a *actor, killed bool) (open *worker.Record) {
 	for i := a.collected; i < len(recs); i++ {
 		r := recs[i]
 		if r.Open {
-			h.endBackend(r.Backend, r.Epoch)
+			h.endBackend(worker.Backend{PID: r.Backend}, r.Epoch)
 			r.Return, r.Out, r.Fault = worker.MonoNow(), model.Unknown, "connection cut"
 			if killed {
 				r.Fault = "cut or killed"

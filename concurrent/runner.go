@@ -221,8 +221,8 @@ func (h *history) fail(rule, detail string) (model.Outcome, worker.Response, boo
 // began after epoch and has ended ended every backend already; one still
 // running has not yet (its shutdown may let a statement commit first), so
 // the wait goes on through it. False if the backend outlived 30 s.
-func (r *Runner) endBackend(backend uint32, epoch int64, now *atomic.Int64) bool {
-	if backend == 0 {
+func (r *Runner) endBackend(backend worker.Backend, epoch int64, now *atomic.Int64) bool {
+	if backend.PID == 0 && !backend.Pooled {
 		return true
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -243,9 +243,9 @@ func restartedSince(then, now int64) bool { return now >= then+2-then%2 }
 // endBackend ends backend (Runner.endBackend); one that outlives the wait
 // fails the history, whose outcome recorded as unknown could still take
 // effect after its return.
-func (h *history) endBackend(backend uint32, epoch int64) {
+func (h *history) endBackend(backend worker.Backend, epoch int64) {
 	if !h.r.endBackend(backend, epoch, h.epoch) {
-		h.fail("harness error", fmt.Sprintf("backend %d could not be ended in 30 s", backend))
+		h.fail("harness error", fmt.Sprintf("%s could not be ended in 30 s", backendName(backend)))
 	}
 }
 
@@ -257,7 +257,20 @@ type supervisor struct {
 	conn               *pgx.Conn
 }
 
-func (s *supervisor) end(backend uint32) error {
+// backendName names a backend in a failure: by pid, or by the worker
+// executable's application_name (it does not report its pid).
+func backendName(b worker.Backend) string {
+	if b.Pooled {
+		return fmt.Sprintf("the backends of %q", b.App)
+	}
+	return fmt.Sprintf("backend %d", b.PID)
+}
+
+// end terminates backend and waits until it is gone: a Go worker's by
+// its pid, a worker executable's by its application_name (every backend
+// of that name running or holding its work; the name is the process's
+// own, worker.Backend).
+func (s *supervisor) end(backend worker.Backend) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -269,9 +282,9 @@ func (s *supervisor) end(backend uint32) error {
 		}
 		s.conn = c
 	}
-	err := worker.TerminateBackend(ctx, s.conn, backend)
+	err := backend.Terminate(ctx, s.conn)
 	if err == nil {
-		err = worker.AwaitBackendGone(ctx, s.conn, backend)
+		err = backend.AwaitGone(ctx, s.conn)
 	}
 	if err != nil {
 		s.dropConn()

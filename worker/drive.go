@@ -2,6 +2,7 @@ package worker
 
 import (
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/outboxlab/outboxlab/model"
@@ -14,7 +15,9 @@ import (
 // answers (asking the parent on the way only to end a backend a fault
 // cut). The parent-driven way, a request and an answer over the
 // pipe per operation, woke two more processes per operation than a plain
-// client does; on two cores that halved the rate (issue 12's bench).
+// client does; on two cores that halved the rate (issue 12's bench). A
+// worker executable, which serves no drive, is still driven that way, with
+// the same draws (DriveOps).
 const OpDrive = "drive"
 
 // OpEnded is the parent's answer to a worker's EndBackend question.
@@ -26,6 +29,9 @@ type DriveRequest struct {
 	Stream uint64        `json:"stream"`
 	Hold   time.Duration `json:"hold"`  // the longest an open claim transaction is held
 	Renew  bool          `json:"renew"` // the protocol has a renew section
+	// NoTx leaves out claims in an open transaction: a worker executable
+	// without the tx feature (the parent drives it: DriveOps).
+	NoTx bool `json:"no_tx,omitempty"`
 }
 
 // DriveReply is a drive's answer, or a question on the way: EndBackend
@@ -40,6 +46,46 @@ type DriveReply struct {
 	Detail     string `json:"detail,omitempty"`
 }
 
+// DriveOps runs a drive's operations, each as one operation of the
+// history: the worker process's own connection (drive_op.go), or, for a
+// worker executable, which serves no drive of its own, the parent sending
+// it one request at a time (concurrent's parent driver). Do returns the
+// answer, its outcome and a claim's rows in enqueue order; ok is false
+// when the worker's part of the history is over (a failure, which Do has
+// recorded, or no connection until the history's end).
+type DriveOps interface {
+	Do(op model.Op, req Request) (resp Response, out model.OutcomeKind, grants []Grant, ok bool)
+}
+
+// Drawer is what a drive draws with: the history's board (budget, hints,
+// claim counts), the worker's slot and name, and the drive's seed.
+type Drawer struct {
+	Board  *Board
+	Slot   int // the worker's slot: the hints it posts are its own
+	Name   string
+	HasGen bool // the protocol's claims carry a generation
+	Req    DriveRequest
+}
+
+// Draw runs the worker's part of a history on ops: claims in autocommit
+// and in open transactions (held a moment, then committed or rolled back),
+// completes, retries and renews of its claims, the stale ones included. It
+// aims at the race a sequential run cannot show: when another worker holds
+// a reclaim open, a worker that still holds an older claim of that row
+// sends its stale outcome at once, so that it waits behind the reclaim's
+// lock. bench's raw loop draws the same way (concurrent_raw_actors.go).
+func (w Drawer) Draw(ops DriveOps) {
+	d := &draws{Drawer: w, ops: ops, rng: rand.New(rand.NewPCG(w.Req.Seed, w.Req.Stream))}
+	d.run()
+}
+
+// draws is one drive's draw in progress.
+type draws struct {
+	Drawer
+	ops DriveOps
+	rng *rand.Rand
+}
+
 // held is a claim the worker received: what it sends its outcomes with.
 type held struct {
 	event int
@@ -47,17 +93,10 @@ type held struct {
 	id    string
 }
 
-// run is the worker's part of a history: claims in autocommit and in
-// open transactions (held a moment, then committed or rolled back),
-// completes, retries and renews of its claims, the stale ones included. It
-// aims at the race a sequential run cannot show: when another worker holds
-// a reclaim open, a worker that still holds an older claim of that row
-// sends its stale outcome at once, so that it waits behind the reclaim's
-// lock. bench's raw loop draws the same way (concurrent_raw_actors.go).
-func (d *driver) run() {
+func (d *draws) run() {
 	var claims []held
-	for d.b.Take() {
-		if e, gen, ok := d.b.Hint(); ok {
+	for d.Board.Take() {
+		if e, gen, ok := d.Board.Hint(); ok {
 			if c, found := olderClaim(claims, e, gen); found && d.rng.IntN(5) > 0 {
 				if !d.staleOutcome(c) {
 					return
@@ -67,7 +106,7 @@ func (d *driver) run() {
 		}
 		n := d.rng.IntN(100)
 		switch {
-		case n < 30 || n >= 50 && len(claims) == 0:
+		case n < 30 || n >= 50 && len(claims) == 0 || n < 50 && d.Req.NoTx:
 			got, ok := d.claim()
 			if !ok {
 				return
@@ -110,8 +149,8 @@ func olderClaim(claims []held, event int, gen int64) (held, bool) {
 }
 
 // claim runs an autocommit claim and returns the rows it took.
-func (d *driver) claim() ([]held, bool) {
-	resp, _, grants, ok := d.do(model.Op{Kind: model.ClaimOp, Worker: d.name()}, Request{Op: "claim"})
+func (d *draws) claim() ([]held, bool) {
+	resp, _, grants, ok := d.ops.Do(model.Op{Kind: model.ClaimOp, Worker: d.Name}, Request{Op: "claim"})
 	if !ok || len(grants) == 0 {
 		return nil, ok
 	}
@@ -121,29 +160,29 @@ func (d *driver) claim() ([]held, bool) {
 // claimInTx claims inside a transaction, holds it open a moment (posting
 // a hint for each row it reclaimed), then commits or, once in seven,
 // rolls back.
-func (d *driver) claimInTx() ([]held, bool) {
-	resp, out, grants, ok := d.do(model.Op{Kind: model.Begin, Worker: d.name()}, Request{Op: "begin"})
+func (d *draws) claimInTx() ([]held, bool) {
+	resp, out, grants, ok := d.ops.Do(model.Op{Kind: model.Begin, Worker: d.Name}, Request{Op: "begin"})
 	if !ok || out == model.Unknown {
 		return nil, ok
 	}
 	for _, g := range grants {
 		switch {
-		case !d.hasGen():
-			d.b.PostHint(g.Event, math.MaxInt64, d.slot.Index()) // any older claim is stale
+		case !d.HasGen:
+			d.Board.PostHint(g.Event, math.MaxInt64, d.Slot) // any older claim is stale
 		case g.Gen > 1:
-			d.b.PostHint(g.Event, g.Gen, d.slot.Index())
+			d.Board.PostHint(g.Event, g.Gen, d.Slot)
 		}
 	}
-	if d.req.Hold > 0 {
-		time.Sleep(time.Duration(d.rng.Int64N(int64(d.req.Hold))))
+	if d.Req.Hold > 0 {
+		time.Sleep(time.Duration(d.rng.Int64N(int64(d.Req.Hold))))
 	}
 	kind, op := model.Commit, "commit"
 	if d.rng.IntN(7) == 0 {
 		kind, op = model.Rollback, "rollback"
 	}
-	_, end, _, ok := d.do(model.Op{Kind: kind, Worker: d.name()}, Request{Op: op})
+	_, end, _, ok := d.ops.Do(model.Op{Kind: kind, Worker: d.Name}, Request{Op: op})
 	for _, g := range grants {
-		d.b.ClearHint(g.Event)
+		d.Board.ClearHint(g.Event)
 	}
 	if !ok || kind == model.Rollback || end != model.OK {
 		return nil, ok
@@ -155,7 +194,7 @@ func (d *driver) claimInTx() ([]held, bool) {
 // generation is sent the suite's own count of claims on the row; should
 // that count be off (a claim whose reply was lost), the protocol and the
 // model both compare it with the true count and both refuse.
-func (d *driver) acknowledge(rows []ClaimRow, grants []Grant) []held {
+func (d *draws) acknowledge(rows []ClaimRow, grants []Grant) []held {
 	ids := map[int]string{}
 	for _, r := range rows {
 		ids[EventNumber(r.Event)] = r.ID
@@ -163,8 +202,8 @@ func (d *driver) acknowledge(rows []ClaimRow, grants []Grant) []held {
 	var out []held
 	for _, g := range grants {
 		gen := g.Gen
-		if !d.hasGen() {
-			gen = d.b.CountClaim(g.Event)
+		if !d.HasGen {
+			gen = d.Board.CountClaim(g.Event)
 		}
 		out = append(out, held{event: g.Event, gen: gen, id: ids[g.Event]})
 	}
@@ -173,30 +212,30 @@ func (d *driver) acknowledge(rows []ClaimRow, grants []Grant) []held {
 
 // staleOutcome sends a complete, a retry or a renew for c, each as often:
 // the outcome aimed at a reclaim's open transaction.
-func (d *driver) staleOutcome(c held) bool {
+func (d *draws) staleOutcome(c held) bool {
 	kinds := []model.Kind{model.Complete, model.Retry}
-	if d.req.Renew {
+	if d.Req.Renew {
 		kinds = append(kinds, model.Renew)
 	}
 	return d.send(c, kinds[d.rng.IntN(len(kinds))])
 }
 
 // outcome sends a complete (most often), a retry or a renew for c.
-func (d *driver) outcome(c held) bool {
+func (d *draws) outcome(c held) bool {
 	kind := model.Complete
 	switch n := d.rng.IntN(20); {
 	case n < 5:
 		kind = model.Retry
-	case n < 9 && d.req.Renew:
+	case n < 9 && d.Req.Renew:
 		kind = model.Renew
 	}
 	return d.send(c, kind)
 }
 
 // send runs the outcome kind (complete, retry or renew) of claim c.
-func (d *driver) send(c held, kind model.Kind) bool {
+func (d *draws) send(c held, kind model.Kind) bool {
 	section := map[model.Kind]string{model.Complete: sut.Complete, model.Retry: sut.Retry, model.Renew: sut.Renew}[kind]
-	op := model.Op{Kind: kind, Worker: d.name(), Event: EventName(c.event), Gen: c.gen}
-	_, _, _, ok := d.do(op, Request{Op: section, ID: c.id, Gen: c.gen})
+	op := model.Op{Kind: kind, Worker: d.Name, Event: EventName(c.event), Gen: c.gen}
+	_, _, _, ok := d.ops.Do(op, Request{Op: section, ID: c.id, Gen: c.gen})
 	return ok
 }

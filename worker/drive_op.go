@@ -3,7 +3,6 @@ package worker
 import (
 	"cmp"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -16,8 +15,6 @@ type driver struct {
 	a    *agent
 	b    *Board
 	slot Slot
-	req  DriveRequest
-	rng  *rand.Rand
 	// stale is set when a fault broke the connection: the worker
 	// reconnects before its next operation.
 	stale   bool
@@ -36,9 +33,8 @@ func (a *agent) drive(req Request) Response {
 		}
 		a.board = b
 	}
-	d := &driver{a: a, b: a.board, slot: a.board.Slot(a.spec.Slot), req: *req.Drive,
-		rng: rand.New(rand.NewPCG(req.Drive.Seed, req.Drive.Stream))}
-	d.run()
+	d := &driver{a: a, b: a.board, slot: a.board.Slot(a.spec.Slot)}
+	Drawer{Board: a.board, Slot: a.spec.Slot, Name: a.spec.Name, HasGen: a.spec.Statements.HasGen, Req: *req.Drive}.Draw(d)
 	if d.failure != nil {
 		d.b.Stop()
 		return Response{Drive: d.failure}
@@ -46,14 +42,11 @@ func (a *agent) drive(req Request) Response {
 	return Response{}
 }
 
-func (d *driver) name() string { return d.a.spec.Name }
-func (d *driver) hasGen() bool { return d.a.spec.Statements.HasGen }
-
-// do runs op (req on the worker's connection) as one record of the
+// Do runs op (req on the worker's connection) as one record of the
 // board and returns the answer, its outcome and a claim's rows in enqueue
 // order. ok is false when the worker's part of the history is over: a
 // failure (d.failure has it), or no connection until the history's end.
-func (d *driver) do(op model.Op, req Request) (resp Response, out model.OutcomeKind, grants []Grant, ok bool) {
+func (d *driver) Do(op model.Op, req Request) (resp Response, out model.OutcomeKind, grants []Grant, ok bool) {
 	if (d.stale || d.a.conn == nil || d.a.conn.IsClosed()) && !d.reconnect() {
 		return resp, "", nil, false
 	}

@@ -82,8 +82,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "outboxlab check: --worker needs the worker's protocol FILE")
 		return exitBad
 	}
-	if f.worker != "" && (cf.on || f.broker.on) {
-		fmt.Fprintln(stderr, "outboxlab check: --worker runs the state machine only: the concurrent mode's workers drive themselves in Go, and relay mode's publish to the broker from Go (docs/worker-protocol.md)")
+	if f.worker != "" && f.broker.on {
+		fmt.Fprintln(stderr, "outboxlab check: --worker does not run in relay mode: relay mode's workers publish to the broker from Go, and the worker protocol has no publish request (docs/worker-protocol.md)")
 		return exitBad
 	}
 	protocols, err := loadAllWorker(fs.Args(), f.worker)
