@@ -25,11 +25,17 @@ func TestMain(m *testing.M) {
 
 func run(t *testing.T, protocol string, cfg Config) Result {
 	t.Helper()
-	srv, err := pgserver.Shared()
+	p, err := sut.Resolve(protocol)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := sut.Resolve(protocol)
+	return runProtocol(t, p, cfg)
+}
+
+// runProtocol installs p on the shared server and runs it.
+func runProtocol(t *testing.T, p *sut.Protocol, cfg Config) Result {
+	t.Helper()
+	srv, err := pgserver.Shared()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,9 @@
 package concurrent
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/sut"
 )
 
@@ -17,27 +14,11 @@ const python = "/usr/bin/python3"
 // sections, command is the worker.
 func runWorker(t *testing.T, file, command string, cfg Config) Result {
 	t.Helper()
-	srv, err := pgserver.Shared()
-	if err != nil {
-		t.Fatal(err)
-	}
 	p, err := sut.ResolveWorker(file, command)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	inst, err := sut.Install(ctx, srv.ConnString(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inst.Close()
-	r, err := NewRunner(srv, inst, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	return r.Run()
+	return runProtocol(t, p, cfg)
 }
 
 // TestWorkerExecutableLeasedIsLinearizable: the article's leased relay in
