@@ -37,11 +37,8 @@ func (o parentOps) Do(op model.Op, req worker.Request) (worker.Response, model.O
 // grantsOf is a claim's outcome as the draws count rows: by event number,
 // in enqueue order (outcomeOf sorted them).
 func grantsOf(out model.Outcome) []worker.Grant {
-	if out.Kind != model.Claimed {
-		return nil
-	}
-	grants := []worker.Grant{{Event: worker.EventNumber(out.Event), Gen: out.Gen}}
-	for _, g := range out.More {
+	var grants []worker.Grant
+	for _, g := range out.Grants() {
 		grants = append(grants, worker.Grant{Event: worker.EventNumber(g.Event), Gen: g.Gen})
 	}
 	return grants
