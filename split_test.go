@@ -143,13 +143,23 @@ func TestSplitCatchWithARestartShrinks(t *testing.T) {
 	honestSearch(t)
 	setRapidFlag(t, "rapid.seed", "4")
 	h := harness(t, "testdata/mutants/split_complete_check_then_act.sql", machine.Default())
-	// The shrinking's budget is time: on a machine loaded by other work
-	// (a load average of 13 on two cores) 20s left 13 steps, where a quiet
-	// one reaches 4 in 12s. Minimize stops when nothing shrinks further,
-	// so a longer budget costs a quiet run nothing.
-	c := search.On(h).Search(t.Name(), 4*shrinkBudget)
+	// The shrinking's budget is time: a quiet machine reaches 4 steps in
+	// 12s, one loaded by other work (a load average of 13 on two cores)
+	// left 13 steps after 20s, and 20 after 80s once, beside the rest of
+	// the suite. What this test holds is where the shrinking ends, not how
+	// fast the machine gets there, so it shrinks again from what a round
+	// left while the round took steps out; a round that takes none out
+	// means the shrinking is stuck, whatever the load.
+	s := search.On(h)
+	c := s.Search(t.Name(), 4*shrinkBudget)
 	if !c.Caught || c.Failure == nil {
 		t.Fatalf("not caught: %s", c.Report)
+	}
+	for round := 0; round < 5 && c.Steps() > maxSplitSteps; round++ {
+		before := c.Steps()
+		if c = s.Minimize(c, 4*shrinkBudget); c.Steps() >= before {
+			break
+		}
 	}
 	steps := strings.Join(c.Program, "\n")
 	if c.Steps() > maxSplitSteps || !strings.Contains(steps, " [1/") || !strings.Contains(steps, " [2/") {

@@ -27,15 +27,23 @@ const ageWindow = 0.3
 // applied renew's row.
 func (r *run) noteGrants(op model.Op, got model.Outcome) {
 	if r.grantedAt == nil {
-		r.grantedAt = map[string]time.Time{}
+		r.grantedAt, r.firstGrantedAt = map[string]time.Time{}, map[string]time.Time{}
 	}
+	r.rewound = r.rewound || op.Kind.Rewinds()
+	var granted []string
 	switch {
 	case got.Kind == model.Claimed:
 		for _, g := range got.Grants() {
-			r.grantedAt[g.Event] = r.stepStart
+			granted = append(granted, g.Event)
 		}
 	case op.Kind == model.Renew && got.Kind == model.Applied:
-		r.grantedAt[op.Event] = r.stepStart
+		granted = append(granted, op.Event)
+	}
+	for _, e := range granted {
+		r.grantedAt[e] = r.stepStart
+		if _, ok := r.firstGrantedAt[e]; !ok {
+			r.firstGrantedAt[e] = r.stepStart
+		}
 	}
 }
 

@@ -39,7 +39,13 @@ type run struct {
 	// grantedAt is when the step that last granted each event's lease (a
 	// claim, a renew) began, by the harness's clock (agetime.go).
 	grantedAt map[string]time.Time
-	stepStart time.Time
+	// firstGrantedAt is when each event's lease was first granted, and
+	// rewound is set once a step may have rewound the server: a lease
+	// a rewind brought back runs from a grant older than grantedAt's
+	// (clock.go).
+	firstGrantedAt map[string]time.Time
+	rewound        bool
+	stepStart      time.Time
 	// replayTokens maps a replayed program's tokens, as its lines show
 	// them, to the tokens the replay's own claims returned (show.go).
 	replayTokens map[string]string
@@ -178,6 +184,7 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 	var next []model.State
 	var allowed []model.Transition
 	var matched []model.Outcome // the model's outcome in each state that allows got
+	clockNote := ""             // set when only a lease run out by the clock allows got
 	if got.Kind == model.Unknown {
 		// The harness ends every connection a fault hit (endBackend, a
 		// kill): under lease=session that ends the session's leases too.
@@ -185,14 +192,28 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 			next = append(next, s.AmbiguousEnding(op)...)
 		}
 	} else {
-		for _, s := range r.states {
-			for _, tr := range s.Step(op) {
-				allowed = append(allowed, tr)
-				if model.SameOutcome(tr.Out, got, r.hasGen()) {
-					next = append(next, tr.Next)
-					matched = append(matched, tr.Out)
-					// A protocol without generation: the model's count.
-					got.Gen, got.More = tr.Out.Gen, tr.Out.More
+		allow := func(states []model.State) {
+			for _, s := range states {
+				for _, tr := range s.Step(op) {
+					allowed = append(allowed, tr)
+					if model.SameOutcome(tr.Out, got, r.hasGen()) {
+						next = append(next, tr.Next)
+						matched = append(matched, tr.Out)
+						// A protocol without generation: the model's count.
+						got.Gen, got.More = tr.Out.Gen, tr.Out.More
+					}
+				}
+			}
+		}
+		allow(r.states)
+		if len(next) == 0 {
+			if ran, note := r.byClock(r.states); ran != nil {
+				kept := allowed
+				allowed = nil
+				if allow(ran); len(next) > 0 {
+					clockNote = note
+				} else {
+					allowed = kept // explain the failure by what the model held
 				}
 			}
 		}
@@ -231,6 +252,9 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 		line += "   // " + note
 	}
 	r.log(line)
+	if clockNote != "" {
+		r.logClock(clockNote)
+	}
 	r.countCoverage(op, got)
 	return next, got
 }
@@ -341,6 +365,11 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 				break
 			}
 		}
+		if err != nil && r.checkRanOut(befores, views, op, got) {
+			// A lease that ran out between the two reads is no step's
+			// doing: the clock's (clock.go).
+			err = nil
+		}
 		if err != nil {
 			r.fail(ruleOf(err.Error()), err.Error())
 		}
@@ -350,6 +379,13 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 	}
 	r.rows = rows
 	matched := model.Match(next, views, r.hasGen())
+	if len(matched) == 0 {
+		if ran, note := r.byClock(next); ran != nil {
+			if matched = model.Match(ran, views, r.hasGen()); len(matched) > 0 {
+				r.logClock(note)
+			}
+		}
+	}
 	if len(matched) == 0 {
 		detail := "persisted rows differ from the model: " + diff(next[0].View(r.hasGen()), views)
 		if rule, why := model.ExplainRows(op, next[0], views); rule != "" {
