@@ -143,24 +143,17 @@ func (r *run) enqueue(t *rapid.T) {
 }
 
 func (r *run) claim(t *rapid.T, kind model.Kind) {
-	if kind == model.Begin && r.rescueWaits() {
-		t.Skip("a rescue waits: no new open claim transaction (see rescueWaits)")
-	}
 	if r.split != nil && r.split.Kind == model.ClaimOp && kind == model.ClaimOp {
 		// Another claim would bury or take, by chance, the rows the
 		// split's race is about: it runs as the split's step instead.
 		t.Skip("a claim is split: other claims run as its steps (split_claim.go)")
 	}
-	w := pick(t, "worker", r.workersWhere(r.canClaim))
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayClaim(model.Op{Kind: kind, Worker: w}) == nil }))
 	r.exec(model.Op{Kind: kind, Worker: w}, func() model.Outcome { return r.runClaim(model.Op{Kind: kind, Worker: w}) })
 }
 
-// canClaim reports whether w may send a claim now: running, outside a
-// transaction, with a server connection free for it.
-func (r *run) canClaim(w string) bool { return r.running(w) && !r.inTx(w) && r.serverConnFree(w) }
-
 func (r *run) endTx(t *rapid.T, kind model.Kind) {
-	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && r.inTx(w) }))
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayEndTx(w) == nil }))
 	r.exec(model.Op{Kind: kind, Worker: w}, func() model.Outcome { return r.runEndTx(w, kind) })
 }
 
@@ -172,17 +165,9 @@ func (r *run) outcome(t *rapid.T, kind model.Kind, stale bool) {
 	var cands []model.Claim
 	for _, c := range s.Claims {
 		op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID}
-		if s.IsCurrent(c) == stale || !r.running(c.Worker) || r.inTx(c.Worker) || r.busy(c.Worker) || !r.serverConnFree(c.Worker) ||
-			r.blocks(op) && r.waitsOn(op) == "" {
-			continue
+		if s.IsCurrent(c) != stale && r.mayOutcome(op) == nil {
+			cands = append(cands, c)
 		}
-		if rowIndex(s, c.Event) < 0 && !s.Policy.Delete {
-			// A rewind took the event's enqueue away: to the server the
-			// row never existed, and a section with an applied column,
-			// which must return one row, has none to return.
-			continue
-		}
-		cands = append(cands, c)
 	}
 	c := pick(t, "claim", cands)
 	op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID}
@@ -211,38 +196,31 @@ func (r *run) othersRunning(w string) bool {
 }
 
 func (r *run) pause(t *rapid.T) {
-	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.running(w) && r.othersRunning(w) }))
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayStop(model.Op{Kind: model.Pause, Worker: w}) == nil }))
 	r.exec(model.Op{Kind: model.Pause, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Pause) })
 }
 
 func (r *run) resume(t *rapid.T) {
-	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.alive(w) && !r.running(w) }))
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayResume(w) == nil }))
 	r.exec(model.Op{Kind: model.Resume, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Resume) })
 }
 
 func (r *run) killAction(t *rapid.T) {
-	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.alive(w) && r.othersRunning(w) }))
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayStop(model.Op{Kind: model.Kill, Worker: w}) == nil }))
 	r.exec(model.Op{Kind: model.Kill, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Kill) })
 }
 
 func (r *run) respawn(t *rapid.T) {
-	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.dead[w] }))
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayRespawn(w) == nil }))
 	r.exec(model.Op{Kind: model.Respawn, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Respawn) })
 }
 
 // fixture expires or ages a live lease or makes a waiting row due, on the
 // harness's own connection, as the article's tests do.
 func (r *run) fixture(t *rapid.T, kind model.Kind) {
-	if r.split != nil && r.split.Kind == model.Rescue {
-		t.Skip("a rescue is split: its read chose its rows (split_rescue.go)")
-	}
 	var cands []string
 	for _, row := range r.model().Rows {
-		op := model.Op{Kind: kind, Event: row.Event}
-		if r.blocks(op) {
-			continue
-		}
-		if fixtureApplies(kind, row) && (kind != model.Age || r.ageLeavesTime(row.Event)) {
+		if r.mayFixture(model.Op{Kind: kind, Event: row.Event}) == nil && (kind != model.Age || r.ageLeavesTime(row.Event)) {
 			cands = append(cands, row.Event)
 		}
 	}
@@ -266,14 +244,8 @@ func fixtureApplies(kind model.Kind, row model.Row) bool {
 // open claim transaction's row lock runs as a waiting step (wait.go) when
 // it may, else not at all.
 func (r *run) rescue(t *rapid.T) {
-	op := model.Op{Kind: model.Rescue}
-	if r.split != nil {
-		// A rescue may lock rows of other tables (a worker's heartbeat) that
-		// the split's first part holds; the probe knows only the events'.
-		t.Skip("a split is open")
+	if err := r.mayRescue(); err != nil {
+		t.Skip(err.Error())
 	}
-	if r.busy(rescuer) || r.blocks(op) && r.waitsOn(op) == "" {
-		t.Skip("the rescue would wait on an open claim transaction")
-	}
-	r.exec(op, func() model.Outcome { return r.runRescue() })
+	r.exec(model.Op{Kind: model.Rescue}, func() model.Outcome { return r.runRescue() })
 }

@@ -71,7 +71,7 @@ func (r *run) reclaimLost(t *rapid.T) {
 	if len(owners) == 0 {
 		t.Skip("no lost claim's row is claimable at its generation")
 	}
-	w := pick(t, "worker", r.workersWhere(func(w string) bool { return !owners[w] && r.canClaim(w) }))
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return !owners[w] && r.mayClaim(model.Op{Kind: model.ClaimOp, Worker: w}) == nil }))
 	op := model.Op{Kind: model.ClaimOp, Worker: w}
 	r.exec(op, func() model.Outcome { return r.runClaim(op) })
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/outboxlab/outboxlab/model"
 	"github.com/outboxlab/outboxlab/pgserver"
-	"github.com/outboxlab/outboxlab/sut"
 	"pgregory.net/rapid"
 )
 
@@ -220,8 +219,8 @@ func (r *run) runOp(op model.Op) {
 	}
 }
 
-// canReplay holds a recorded op to exactly what its action requires (see
-// actions.go), so that a replay, and a program shrunk by replaying, never
+// canReplay holds a recorded op to exactly what its action requires (the
+// precondition its draw shares, preconditions.go), so that a replay, and a program shrunk by replaying, never
 // runs a step the machine could not have drawn: a statement sent to a
 // stopped process, an outcome with a claim the worker never received, a
 // fixture on a row in the wrong state.
@@ -230,73 +229,35 @@ func (r *run) canReplay(op model.Op) error {
 	if w != "" && !slices.Contains(r.workers, w) {
 		return fmt.Errorf("no worker %s in this program", w)
 	}
-	s := r.model()
 	if err := r.canReplaySplit(op); err != nil || op.Part.Of > 0 {
 		return err
 	}
+	var err error
 	switch op.Kind {
 	case model.Enqueue:
 		if op.Event != EventName(r.nextEvent) || r.nextEvent >= r.h.Cfg.MaxEvents {
 			return fmt.Errorf("the next event is %s, at most %d", EventName(r.nextEvent), r.h.Cfg.MaxEvents)
 		}
 	case model.ClaimOp, model.Begin:
-		if !r.running(w) || r.inTx(w) {
-			return fmt.Errorf("%s is not running outside a transaction", w)
-		}
-		if !r.serverConnFree(w) {
-			return fmt.Errorf("every server connection of the pool is held: %s would wait for one", w)
-		}
-		if op.Kind == model.Begin && r.rescueWaits() {
-			return fmt.Errorf("a rescue waits: no new open claim transaction")
-		}
-		if err := r.canReplayExpiring(op); err != nil {
-			return err
+		if err = r.mayClaim(op); err == nil {
+			err = r.canReplayExpiring(op)
 		}
 	case model.Commit, model.Rollback:
-		if !r.running(w) || !r.inTx(w) {
-			return fmt.Errorf("%s is not running inside a transaction", w)
-		}
+		err = r.mayEndTx(w)
 	case model.Complete, model.Retry, model.Renew:
-		if op.Kind == model.Renew && !r.h.Inst.Proto.Has("renew") {
-			return fmt.Errorf("the protocol has no renew section")
-		}
-		if s.ClaimOf(op).ID == 0 {
-			return fmt.Errorf("%s never received that claim", w)
-		}
-		if !r.running(w) || r.inTx(w) || r.busy(w) || !r.serverConnFree(w) || r.blocks(op) && r.waitsOn(op) == "" {
-			return fmt.Errorf("%s cannot run it now", w)
-		}
+		err = r.mayOutcome(op)
 	case model.Pause, model.Kill:
-		if !r.alive(w) || op.Kind == model.Pause && !r.running(w) || !r.othersRunning(w) || r.busy(w) {
-			return fmt.Errorf("%s cannot be stopped now", w)
-		}
+		err = r.mayStop(op)
 	case model.Resume:
-		if !r.alive(w) || r.running(w) {
-			return fmt.Errorf("%s is not paused", w)
-		}
+		err = r.mayResume(w)
 	case model.Respawn:
-		if r.alive(w) {
-			return fmt.Errorf("%s is alive", w)
-		}
+		err = r.mayRespawn(w)
 	case model.EndSession:
-		if !r.sessionLeases() || !r.running(w) || r.busy(w) || r.inTx(w) {
-			return fmt.Errorf("%s's session cannot be ended now", w)
-		}
+		err = r.mayEndSession(w)
 	case model.Expire, model.MakeDue, model.Age:
-		if op.Kind == model.Age && !r.h.Inst.Proto.Has(sut.Age) {
-			return fmt.Errorf("the protocol has no age section")
-		}
-		i := rowIndex(s, op.Event)
-		if i < 0 || r.blocks(op) {
-			return fmt.Errorf("no row %s to change", op.Event)
-		}
-		if !fixtureApplies(op.Kind, s.Rows[i]) {
-			return fmt.Errorf("%s is not in a state the fixture applies to", op.Event)
-		}
+		err = r.mayFixture(op)
 	case model.Rescue:
-		if !r.h.Inst.Proto.Has(sut.Rescue) || r.busy(rescuer) || r.blocks(op) && r.waitsOn(op) == "" {
-			return fmt.Errorf("no rescue can run now")
-		}
+		err = r.mayRescue()
 	case model.Restart:
 		// As dbRestart draws it: a server the harness owns, no step
 		// waiting, no split open. What a restart does is the same each
@@ -319,6 +280,9 @@ func (r *run) canReplay(op model.Op) error {
 		}
 	default:
 		return fmt.Errorf("%s steps cannot be replayed", op.Kind)
+	}
+	if err != nil {
+		return err
 	}
 	for _, st := range r.states {
 		if err := st.Precondition(op); err != nil {

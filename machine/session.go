@@ -35,9 +35,7 @@ func (r *run) holdsSession(w string) bool {
 // endSessionAction ends the session of a running worker that holds a
 // lease.
 func (r *run) endSessionAction(t *rapid.T) {
-	w := pick(t, "worker", r.workersWhere(func(w string) bool {
-		return r.running(w) && !r.busy(w) && !r.inTx(w) && r.holdsSession(w)
-	}))
+	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayEndSession(w) == nil }))
 	r.endSession(w)
 }
 
