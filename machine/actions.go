@@ -134,12 +134,11 @@ func pick[T any](t *rapid.T, label string, from []T) T {
 }
 
 func (r *run) enqueue(t *rapid.T) {
-	if r.nextEvent >= r.h.Cfg.MaxEvents {
-		t.Skip("enough events")
+	op := model.Op{Kind: model.Enqueue, Event: EventName(r.nextEvent)}
+	if err := r.mayEnqueue(op); err != nil {
+		t.Skip(err.Error())
 	}
-	e := EventName(r.nextEvent)
-	r.nextEvent++
-	r.exec(model.Op{Kind: model.Enqueue, Event: e}, func() model.Outcome { return r.runEnqueue(e) })
+	r.runOp(op)
 }
 
 func (r *run) claim(t *rapid.T, kind model.Kind) {
@@ -149,12 +148,12 @@ func (r *run) claim(t *rapid.T, kind model.Kind) {
 		t.Skip("a claim is split: other claims run as its steps (split_claim.go)")
 	}
 	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayClaim(model.Op{Kind: kind, Worker: w}) == nil }))
-	r.exec(model.Op{Kind: kind, Worker: w}, func() model.Outcome { return r.runClaim(model.Op{Kind: kind, Worker: w}) })
+	r.runOp(model.Op{Kind: kind, Worker: w})
 }
 
 func (r *run) endTx(t *rapid.T, kind model.Kind) {
 	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayEndTx(w) == nil }))
-	r.exec(model.Op{Kind: kind, Worker: w}, func() model.Outcome { return r.runEndTx(w, kind) })
+	r.runOp(model.Op{Kind: kind, Worker: w})
 }
 
 // outcome runs complete, retry or renew with one of a worker's claims: a
@@ -170,8 +169,7 @@ func (r *run) outcome(t *rapid.T, kind model.Kind, stale bool) {
 		}
 	}
 	c := pick(t, "claim", cands)
-	op := model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID}
-	r.exec(op, func() model.Outcome { return r.runOutcome(op) })
+	r.runOp(model.Op{Kind: kind, Worker: c.Worker, Event: c.Event, Gen: c.Gen, Claim: c.ID})
 }
 
 func (r *run) blocks(op model.Op) bool {
@@ -197,22 +195,22 @@ func (r *run) othersRunning(w string) bool {
 
 func (r *run) pause(t *rapid.T) {
 	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayStop(model.Op{Kind: model.Pause, Worker: w}) == nil }))
-	r.exec(model.Op{Kind: model.Pause, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Pause) })
+	r.runOp(model.Op{Kind: model.Pause, Worker: w})
 }
 
 func (r *run) resume(t *rapid.T) {
 	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayResume(w) == nil }))
-	r.exec(model.Op{Kind: model.Resume, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Resume) })
+	r.runOp(model.Op{Kind: model.Resume, Worker: w})
 }
 
 func (r *run) killAction(t *rapid.T) {
 	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayStop(model.Op{Kind: model.Kill, Worker: w}) == nil }))
-	r.exec(model.Op{Kind: model.Kill, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Kill) })
+	r.runOp(model.Op{Kind: model.Kill, Worker: w})
 }
 
 func (r *run) respawn(t *rapid.T) {
 	w := pick(t, "worker", r.workersWhere(func(w string) bool { return r.mayRespawn(w) == nil }))
-	r.exec(model.Op{Kind: model.Respawn, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Respawn) })
+	r.runOp(model.Op{Kind: model.Respawn, Worker: w})
 }
 
 // fixture expires or ages a live lease or makes a waiting row due, on the
@@ -225,7 +223,7 @@ func (r *run) fixture(t *rapid.T, kind model.Kind) {
 		}
 	}
 	e := pick(t, "event", cands)
-	r.exec(model.Op{Kind: kind, Event: e}, func() model.Outcome { return r.runFixture(kind, e) })
+	r.runOp(model.Op{Kind: kind, Event: e})
 }
 
 // fixtureApplies reports whether a fixture of kind has something to do on
@@ -247,5 +245,5 @@ func (r *run) rescue(t *rapid.T) {
 	if err := r.mayRescue(); err != nil {
 		t.Skip(err.Error())
 	}
-	r.exec(model.Op{Kind: model.Rescue}, func() model.Outcome { return r.runRescue() })
+	r.runOp(model.Op{Kind: model.Rescue})
 }

@@ -20,9 +20,9 @@ func (r *run) drain() {
 	for _, w := range r.workers {
 		switch {
 		case r.dead[w]:
-			r.exec(model.Op{Kind: model.Respawn, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Respawn) })
+			r.runOp(model.Op{Kind: model.Respawn, Worker: w})
 		case !r.running(w):
-			r.exec(model.Op{Kind: model.Resume, Worker: w}, func() model.Outcome { return r.runSignal(w, model.Resume) })
+			r.runOp(model.Op{Kind: model.Resume, Worker: w})
 		}
 		if r.inTx(w) {
 			// A transaction a step waits on commits: the waiting step is
@@ -32,7 +32,7 @@ func (r *run) drain() {
 			if r.waiting != nil && r.waitOn == w {
 				end = model.Commit
 			}
-			r.exec(model.Op{Kind: end, Worker: w}, func() model.Outcome { return r.runEndTx(w, end) })
+			r.runOp(model.Op{Kind: end, Worker: w})
 		}
 	}
 	if r.split != nil {
@@ -48,7 +48,7 @@ func (r *run) drain() {
 	rounds := 3 * len(r.model().Rows)
 	rejected := false
 	for i := 0; i <= rounds; i++ {
-		got := r.exec(model.Op{Kind: model.ClaimOp, Worker: w}, func() model.Outcome { return r.runClaim(model.Op{Kind: model.ClaimOp, Worker: w}) })
+		got := r.runOp(model.Op{Kind: model.ClaimOp, Worker: w})
 		if got.Kind == model.Unknown {
 			// A connection a restart broke while w was paused: the claim
 			// may have landed, owned by nobody. Release it and go on.
@@ -73,7 +73,7 @@ func (r *run) drain() {
 			// The claim just received: the worker's latest of the row (the
 			// possible states may count its generation differently).
 			op := r.withClaim(model.Op{Kind: model.Complete, Worker: w, Event: g.Event, Gen: g.Gen, Claim: r.latestClaim(w, g.Event)})
-			if r.exec(op, func() model.Outcome { return r.runOutcome(op) }).Kind == model.Rejected {
+			if r.runOp(op).Kind == model.Rejected {
 				rejected = true
 			}
 		}
@@ -103,7 +103,7 @@ func (r *run) recoverAll() {
 		// A rescuer whose connection a restart broke finds out now
 		// (unknown) and reconnects for the next try.
 		for range 3 {
-			if r.exec(model.Op{Kind: model.Rescue}, func() model.Outcome { return r.runRescue() }).Kind != model.Unknown {
+			if r.runOp(model.Op{Kind: model.Rescue}).Kind != model.Unknown {
 				break
 			}
 		}
@@ -127,9 +127,9 @@ func (r *run) releaseAll() {
 		case r.sessionLeases() && row.Status == model.InProgress:
 			// Its session ended above: no stored lease to expire.
 		case row.Status == model.InProgress && row.LeaseLive:
-			r.exec(model.Op{Kind: model.Expire, Event: e}, func() model.Outcome { return r.runFixture(model.Expire, e) })
+			r.runOp(model.Op{Kind: model.Expire, Event: e})
 		case row.Status == model.Ready && !row.Due:
-			r.exec(model.Op{Kind: model.MakeDue, Event: e}, func() model.Outcome { return r.runFixture(model.MakeDue, e) })
+			r.runOp(model.Op{Kind: model.MakeDue, Event: e})
 		}
 	}
 }

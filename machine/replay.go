@@ -175,55 +175,11 @@ func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
 	return r
 }
 
-// runOp runs one op the way its action would have: a replayed step, or
-// the race action's waiting step (an outcome or a rescue).
-func (r *run) runOp(op model.Op) {
-	op = r.withClaim(op)
-	w := op.Worker
-	switch op.Kind {
-	case model.Enqueue:
-		r.nextEvent++
-		r.exec(op, func() model.Outcome { return r.runEnqueue(op.Event) })
-	case model.ClaimOp, model.Begin:
-		switch {
-		case op.Part.First():
-			r.runSplitFirst(op)
-		case op.Part.Last():
-			r.runSplitLast()
-		default:
-			r.exec(op, func() model.Outcome { return r.runClaim(op) })
-		}
-	case model.Commit, model.Rollback:
-		r.exec(op, func() model.Outcome { return r.runEndTx(w, op.Kind) })
-	case model.Complete, model.Retry, model.Renew, model.Rescue:
-		switch {
-		case op.Part.First():
-			r.runSplitFirst(op)
-		case op.Part.Last():
-			r.runSplitLast()
-		case op.Kind == model.Rescue:
-			r.exec(op, func() model.Outcome { return r.runRescue() })
-		default:
-			r.exec(op, func() model.Outcome { return r.runOutcome(op) })
-		}
-	case model.Pause, model.Resume, model.Kill, model.Respawn:
-		r.exec(op, func() model.Outcome { return r.runSignal(w, op.Kind) })
-	case model.EndSession:
-		r.endSession(w)
-	case model.Expire, model.MakeDue, model.Age:
-		r.exec(op, func() model.Outcome { return r.runFixture(op.Kind, op.Event) })
-	case model.Restart, model.Crash, model.Failover:
-		r.serverFault()
-	case model.Flush, model.Stall:
-		r.runDurable(op)
-	}
-}
-
 // canReplay holds a recorded op to exactly what its action requires (the
-// precondition its draw shares, preconditions.go), so that a replay, and a program shrunk by replaying, never
-// runs a step the machine could not have drawn: a statement sent to a
-// stopped process, an outcome with a claim the worker never received, a
-// fixture on a row in the wrong state.
+// precondition its draw shares, preconditions.go), so that a replay, and a
+// program shrunk by replaying, never runs a step the machine could not
+// have drawn: a statement sent to a stopped process, an outcome with a
+// claim the worker never received, a fixture on a row in the wrong state.
 func (r *run) canReplay(op model.Op) error {
 	w := op.Worker
 	if w != "" && !slices.Contains(r.workers, w) {
@@ -232,56 +188,7 @@ func (r *run) canReplay(op model.Op) error {
 	if err := r.canReplaySplit(op); err != nil || op.Part.Of > 0 {
 		return err
 	}
-	var err error
-	switch op.Kind {
-	case model.Enqueue:
-		if op.Event != EventName(r.nextEvent) || r.nextEvent >= r.h.Cfg.MaxEvents {
-			return fmt.Errorf("the next event is %s, at most %d", EventName(r.nextEvent), r.h.Cfg.MaxEvents)
-		}
-	case model.ClaimOp, model.Begin:
-		if err = r.mayClaim(op); err == nil {
-			err = r.canReplayExpiring(op)
-		}
-	case model.Commit, model.Rollback:
-		err = r.mayEndTx(w)
-	case model.Complete, model.Retry, model.Renew:
-		err = r.mayOutcome(op)
-	case model.Pause, model.Kill:
-		err = r.mayStop(op)
-	case model.Resume:
-		err = r.mayResume(w)
-	case model.Respawn:
-		err = r.mayRespawn(w)
-	case model.EndSession:
-		err = r.mayEndSession(w)
-	case model.Expire, model.MakeDue, model.Age:
-		err = r.mayFixture(op)
-	case model.Rescue:
-		err = r.mayRescue()
-	case model.Restart:
-		// As dbRestart draws it: a server the harness owns, no step
-		// waiting, no split open. What a restart does is the same each
-		// time (open transactions lost, running workers reconnected,
-		// paused ones left with a broken connection), so it replays.
-		if r.h.Faults == nil || r.h.Faults.ServerFault() == pgserver.FaultNone || r.waiting != nil || r.split != nil {
-			return fmt.Errorf("the server cannot restart now")
-		}
-		if f := r.h.Faults.ServerFault(); f != pgserver.FaultRestart {
-			return fmt.Errorf("this server's fault is %s, not a restart", f)
-		}
-	case model.Crash, model.Failover:
-		want := map[model.Kind]pgserver.Fault{model.Crash: pgserver.FaultCrash, model.Failover: pgserver.FaultFailover}[op.Kind]
-		if r.h.Faults == nil || r.h.Faults.ServerFault() != want || r.waiting != nil || r.split != nil {
-			return fmt.Errorf("this server cannot %s now", op.Kind)
-		}
-	case model.Flush, model.Stall:
-		if d, ok := r.durableOp(); !ok || d.Kind != op.Kind || r.waiting != nil || r.split != nil {
-			return fmt.Errorf("no %s step on this server now", op.Kind)
-		}
-	default:
-		return fmt.Errorf("%s steps cannot be replayed", op.Kind)
-	}
-	if err != nil {
+	if err := r.mayRun(op); err != nil {
 		return err
 	}
 	for _, st := range r.states {

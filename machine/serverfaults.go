@@ -161,8 +161,9 @@ func (r *run) rewindStep(op model.Op, do func()) {
 // holds the rows to what it may have left (see rewindStep).
 func (r *run) serverFaultEnded(op model.Op) {
 	if r.since == nil {
-		r.log(fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, model.Outcome{Kind: model.OK})))
-		r.observe(op, model.Outcome{Kind: model.OK}, r.rolledBack()...)
+		r.lastOut = model.Outcome{Kind: model.OK}
+		r.log(fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, r.lastOut)))
+		r.observe(op, r.lastOut, r.rolledBack()...)
 		return
 	}
 	candidates, lost := r.since.rewound(r.states)
@@ -176,6 +177,7 @@ func (r *run) serverFaultEnded(op model.Op) {
 		most = max(most, n)
 	}
 	got := model.Outcome{Kind: model.Rewound, Lost: max(least, 0)}
+	r.lastOut = got
 	line := fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, got))
 	if most > least {
 		line += fmt.Sprintf("   // or up to %d: the reads to come decide", most)
