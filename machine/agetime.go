@@ -49,10 +49,11 @@ func (r *run) noteGrants(op model.Op, got model.Outcome) {
 
 // ageLeavesTime reports whether event's lease is young enough, by the
 // clock, for an Age to leave it live if the claim granted the declared
-// lease.
+// lease. After a step that may have rewound the server, the lease may be
+// an earlier grant's, and the first grant counts (leaseGrantedAt).
 func (r *run) ageLeavesTime(event string) bool {
-	at, ok := r.grantedAt[event]
-	if !ok {
+	at := r.leaseGrantedAt(event)
+	if at.IsZero() {
 		return true // granted before this run kept the time: a replay's own
 	}
 	lease := r.h.Inst.Proto.Lease
