@@ -103,7 +103,7 @@ var (
 )
 
 func (r *run) alive(w string) bool   { return !r.dead[w] }
-func (r *run) running(w string) bool { return !r.dead[w] && !r.h.pool.Get(w).Paused() }
+func (r *run) running(w string) bool { return !r.dead[w] && !r.procs.Paused(w) }
 
 func (r *run) inTx(w string) bool {
 	for _, p := range r.model().Pending {

@@ -195,7 +195,7 @@ func (h *Harness) begin(t *rapid.T) *run {
 	h.mu.Unlock()
 	nWorkers := rapid.IntRange(h.Cfg.MinWorkers, h.Cfg.MaxWorkers).Draw(t, "workers")
 	nEvents := rapid.IntRange(h.Cfg.MinEvents, h.Cfg.MaxEvents).Draw(t, "events")
-	r := &run{h: h, t: t, ids: map[string]string{}, claimIDs: map[int]string{}, received: map[[2]string]receivedClaim{}, rescued: map[string]bool{}, dead: map[string]bool{}}
+	r := &run{h: h, t: t, ids: map[string]string{}, claimIDs: map[int]string{}, received: map[[2]string]receivedClaim{}, rescued: map[string]bool{}, dead: map[string]bool{}, procs: h.pool}
 	for i := 0; i < nWorkers; i++ {
 		r.workers = append(r.workers, WorkerName(i))
 	}

@@ -21,6 +21,15 @@ import (
 // the clock has aged already (ageLeavesTime), the claims a split's race
 // runs as its own steps.
 
+// processes is what a precondition reads of the worker processes
+// (worker.Pool): which one a pause stopped, and which has a connection a
+// server restart broke while it was paused (it answers its next statement
+// with an error, so no step that needs an answer is sent to it).
+type processes interface {
+	Paused(name string) bool
+	Stale(name string) bool
+}
+
 var errBusy = errors.New("its step waits on another worker's open transaction (wait.go)")
 
 // mayClaim: a claim or a claim transaction's Begin needs its worker

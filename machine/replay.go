@@ -145,7 +145,7 @@ func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
 	h.program = nil
 	h.failure = nil
 	h.mu.Unlock()
-	r := &run{h: h, t: t, ids: map[string]string{}, claimIDs: map[int]string{}, received: map[[2]string]receivedClaim{}, rescued: map[string]bool{}, dead: map[string]bool{}, workers: workers}
+	r := &run{h: h, t: t, ids: map[string]string{}, claimIDs: map[int]string{}, received: map[[2]string]receivedClaim{}, rescued: map[string]bool{}, dead: map[string]bool{}, workers: workers, procs: h.pool}
 	if err := h.preparePool(r.workers); err != nil {
 		t.Fatalf("harness: %v", err)
 	}

@@ -52,8 +52,11 @@ type run struct {
 	rescued      map[string]bool // events a rescue returned to READY, not claimed since
 	workers      []string
 	dead         map[string]bool
-	nextEvent    int
-	draining     bool
+	// procs is what the steps' preconditions read of the worker
+	// processes: the harness's pool, or a test's own.
+	procs     processes
+	nextEvent int
+	draining  bool
 	// faultPending is set while a network fault is armed, when a timeout
 	// is the fault's doing and not a blocked statement.
 	faultPending bool

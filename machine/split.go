@@ -120,7 +120,7 @@ func (r *run) canSplit(op model.Op) error {
 		return r.canSplitClaim(w)
 	case r.claimOf(op.Whole()).ID == 0:
 		return fmt.Errorf("%s never received that claim", w)
-	case !r.running(w) || r.inTx(w) || r.busy(w) || r.blocks(op) || r.h.pool.Stale(w) || !r.serverConnFree(w):
+	case !r.running(w) || r.inTx(w) || r.busy(w) || r.blocks(op) || r.procs.Stale(w) || !r.serverConnFree(w):
 		// (A connection a restart broke while w was paused answers the
 		// first part with an error: the split would be lost at once.)
 		return fmt.Errorf("%s cannot run it now", w)

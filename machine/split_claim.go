@@ -20,7 +20,7 @@ import (
 // canSplitClaim says why w cannot begin a split claim now, or nil.
 func (r *run) canSplitClaim(w string) error {
 	switch {
-	case !r.running(w) || r.inTx(w) || r.busy(w) || r.h.pool.Stale(w):
+	case !r.running(w) || r.inTx(w) || r.busy(w) || r.procs.Stale(w):
 		// (A connection a restart broke while w was paused answers the
 		// first part with an error: the split would be lost at once.)
 		return fmt.Errorf("%s is not running free of a transaction", w)

@@ -28,7 +28,7 @@ import (
 func (r *run) canSplitRescue() error {
 	op := model.Op{Kind: model.Rescue}
 	switch {
-	case r.busy(rescuer) || r.h.pool.Stale(rescuer):
+	case r.busy(rescuer) || r.procs.Stale(rescuer):
 		return fmt.Errorf("the rescuer cannot run now")
 	case r.blocks(op):
 		return fmt.Errorf("the rescue would wait on an open claim transaction")

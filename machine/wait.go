@@ -47,7 +47,7 @@ func (r *run) mayWaitNow() bool {
 // waitsOn is the worker whose open transaction op would wait on, when op
 // may be sent as a waiting step now: every model state must agree on it.
 func (r *run) waitsOn(op model.Op) string {
-	if !r.mayWaitNow() || r.h.pool.Stale(waiterOf(op)) {
+	if !r.mayWaitNow() || r.procs.Stale(waiterOf(op)) {
 		// A connection a fault broke answers with an error, not a wait.
 		return ""
 	}

@@ -29,6 +29,13 @@ func NewPool(specFor func(name string) Spec) *Pool {
 // Get is name's process, nil when it has none (never spawned, or killed).
 func (p *Pool) Get(name string) *Process { return p.procs[name] }
 
+// Paused reports whether name's process is stopped by a pause (SIGSTOP);
+// false when it has none.
+func (p *Pool) Paused(name string) bool {
+	proc := p.procs[name]
+	return proc != nil && proc.Paused()
+}
+
 // Spawn gives name a live process: a spare when one is ready.
 func (p *Pool) Spawn(name string) error {
 	spec := p.specFor(name)
