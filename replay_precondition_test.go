@@ -9,7 +9,7 @@ import (
 )
 
 // TestReplayRefusesWhatNoDrawSends: a replay holds a step to the
-// precondition its action's draw uses (machine/preconditions.go). A
+// precondition its action's draw uses (machine/steps.go). A
 // worker whose complete waits on another worker's claim transaction takes
 // no other step until the wait ends; the draw never sends it a claim then,
 // and a strict replay refuses one, where it once sent it. The same

@@ -176,7 +176,7 @@ func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
 }
 
 // canReplay holds a recorded op to exactly what its action requires (the
-// precondition its draw shares, preconditions.go), so that a replay, and a
+// precondition its draw shares, steps.go), so that a replay, and a
 // program shrunk by replaying, never runs a step the machine could not
 // have drawn: a statement sent to a stopped process, an outcome with a
 // claim the worker never received, a fixture on a row in the wrong state.

@@ -198,3 +198,42 @@ func (r *run) rolledBack() []model.State {
 	}
 	return out
 }
+
+// mayServerFault: a restart, crash or failover needs a server the harness
+// owns whose fault it is, no step waiting and no split open. What each does
+// is the same every time (open transactions lost, running workers
+// reconnected, paused ones left with a broken connection; a rewind to the
+// durable point), so it replays.
+func (r *run) mayServerFault(op model.Op) error {
+	want := map[model.Kind]pgserver.Fault{model.Restart: pgserver.FaultRestart, model.Crash: pgserver.FaultCrash, model.Failover: pgserver.FaultFailover}[op.Kind]
+	switch {
+	case r.h.Faults == nil || r.h.Faults.ServerFault() == pgserver.FaultNone:
+		return fmt.Errorf("the harness injects no server fault")
+	case r.h.Faults.ServerFault() != want:
+		return fmt.Errorf("this server's fault is %s, not a %s", r.h.Faults.ServerFault(), op.Kind)
+	case r.waiting != nil || r.split != nil:
+		return fmt.Errorf("a step waits or a split is open: no %s until it ends", op.Kind)
+	}
+	return nil
+}
+
+// mayDurable: a Flush() or Stall() needs a server that may rewind, whose
+// durable point that step moves (durableOp), no step waiting and no split
+// open.
+func (r *run) mayDurable(op model.Op) error {
+	if d, ok := r.durableOp(); !ok || d.Kind != op.Kind || r.waiting != nil || r.split != nil {
+		return fmt.Errorf("no %s step on this server now", op.Kind)
+	}
+	return nil
+}
+
+func init() {
+	registerStep(stepKind{(*run).mayServerFault, func(r *run, _ model.Op) model.Outcome {
+		r.serverFault()
+		return r.lastOut
+	}}, model.Restart, model.Crash, model.Failover)
+	registerStep(stepKind{(*run).mayDurable, func(r *run, op model.Op) model.Outcome {
+		r.runDurable(op)
+		return r.lastOut
+	}}, model.Flush, model.Stall)
+}

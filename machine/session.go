@@ -2,6 +2,7 @@ package machine
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/outboxlab/outboxlab/model"
@@ -161,3 +162,29 @@ func (h *Harness) prepareSessions(names []string) error {
 
 // sessionReleaseWait bounds the wait for a pooled session's locks to go.
 const sessionReleaseWait = 2 * time.Second
+
+// mayEndSession: ending a session needs lease=session and a running
+// worker outside a transaction whose session holds a lease.
+func (r *run) mayEndSession(w string) error {
+	switch {
+	case !r.sessionLeases():
+		return fmt.Errorf("lease=session only")
+	case r.busy(w):
+		return fmt.Errorf("%s: %w", w, errBusy)
+	case !r.running(w) || r.inTx(w):
+		return fmt.Errorf("%s is not running outside a transaction", w)
+	case !r.holdsSession(w):
+		return fmt.Errorf("%s's session holds no lease", w)
+	}
+	return nil
+}
+
+func init() {
+	registerStep(stepKind{
+		may: func(r *run, op model.Op) error { return r.mayEndSession(op.Worker) },
+		run: func(r *run, op model.Op) model.Outcome {
+			r.endSession(op.Worker)
+			return r.lastOut
+		},
+	}, model.EndSession)
+}

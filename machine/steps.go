@@ -1,83 +1,61 @@
 package machine
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/outboxlab/outboxlab/model"
 )
 
-// stepKind is what the machine knows of one kind of step: when it may run
-// (its precondition, preconditions.go) and how it runs. A draw
-// (actions.go) picks an op among those whose precondition holds and runs
-// it through here; a replay (replay.go) holds a recorded op to the same
-// precondition and runs it the same way. How a step prints and parses is
-// the model's (model.FormatStep, ParseProgram); the faults that may hit a
-// step are its Fault field (faultsteps.go), and a split's parts are split.go's.
+// A kind of step is one file, step_*.go (the server's in serverfaults.go,
+// a session's end in session.go): the action that draws it, its
+// precondition on the run, and how it runs, registered here. The
+// precondition has two users: the draw picks among the ops for which it
+// holds, and a replay (replay.go) refuses, or skips, a recorded op for
+// which it does not. Written twice, they drifted: a replay would send a
+// step to a worker whose earlier step still waited, which no check ever
+// draws. A precondition returns nil when op may run now, else why not.
+//
+// What stays a draw's alone is the draw's choice, not whether a step can
+// run: which of a worker's claims is stale (outcome), the Age of a lease
+// the clock has aged already (ageLeavesTime), the claims a split's race
+// runs as its own steps. How a step prints and parses is the model's
+// (model.FormatStep, ParseProgram); the faults that may hit a step are its
+// Fault field (faultsteps.go), and a split's parts are split.go's.
+
+// stepKind is one kind of step's precondition and run; run returns the
+// step's outcome.
 type stepKind struct {
 	may func(r *run, op model.Op) error
 	run func(r *run, op model.Op) model.Outcome
 }
 
-// stepKindOf is k's stepKind; false for a kind no program holds.
-func stepKindOf(k model.Kind) (stepKind, bool) {
-	switch k {
-	case model.Enqueue:
-		return stepKind{(*run).mayEnqueue, func(r *run, op model.Op) model.Outcome {
-			r.nextEvent++
-			return r.exec(op, func() model.Outcome { return r.runEnqueue(op.Event) })
-		}}, true
-	case model.ClaimOp, model.Begin:
-		return stepKind{func(r *run, op model.Op) error {
-			if err := r.mayClaim(op); err != nil {
-				return err
-			}
-			return r.canReplayExpiring(op)
-		}, func(r *run, op model.Op) model.Outcome {
-			return r.exec(op, func() model.Outcome { return r.runClaim(op) })
-		}}, true
-	case model.Commit, model.Rollback:
-		return stepKind{func(r *run, op model.Op) error { return r.mayEndTx(op.Worker) }, func(r *run, op model.Op) model.Outcome {
-			return r.exec(op, func() model.Outcome { return r.runEndTx(op.Worker, op.Kind) })
-		}}, true
-	case model.Complete, model.Retry, model.Renew:
-		return stepKind{(*run).mayOutcome, func(r *run, op model.Op) model.Outcome {
-			return r.exec(op, func() model.Outcome { return r.runOutcome(op) })
-		}}, true
-	case model.Rescue:
-		return stepKind{func(r *run, _ model.Op) error { return r.mayRescue() }, func(r *run, op model.Op) model.Outcome {
-			return r.exec(op, func() model.Outcome { return r.runRescue() })
-		}}, true
-	case model.Pause, model.Kill:
-		return stepKind{(*run).mayStop, runSignal}, true
-	case model.Resume:
-		return stepKind{func(r *run, op model.Op) error { return r.mayResume(op.Worker) }, runSignal}, true
-	case model.Respawn:
-		return stepKind{func(r *run, op model.Op) error { return r.mayRespawn(op.Worker) }, runSignal}, true
-	case model.EndSession:
-		return stepKind{func(r *run, op model.Op) error { return r.mayEndSession(op.Worker) }, func(r *run, op model.Op) model.Outcome {
-			r.endSession(op.Worker)
-			return r.lastOut
-		}}, true
-	case model.Expire, model.MakeDue, model.Age:
-		return stepKind{(*run).mayFixture, func(r *run, op model.Op) model.Outcome {
-			return r.exec(op, func() model.Outcome { return r.runFixture(op.Kind, op.Event) })
-		}}, true
-	case model.Restart, model.Crash, model.Failover:
-		return stepKind{(*run).mayServerFault, func(r *run, _ model.Op) model.Outcome {
-			r.serverFault()
-			return r.lastOut
-		}}, true
-	case model.Flush, model.Stall:
-		return stepKind{(*run).mayDurable, func(r *run, op model.Op) model.Outcome {
-			r.runDurable(op)
-			return r.lastOut
-		}}, true
+// stepKinds holds every kind a program may hold, registered by the file
+// of each (registerStep).
+var stepKinds = map[model.Kind]stepKind{}
+
+// registerStep makes k the stepKind of kinds.
+func registerStep(k stepKind, kinds ...model.Kind) {
+	for _, kind := range kinds {
+		if _, dup := stepKinds[kind]; dup {
+			panic(fmt.Sprintf("machine: %s registered twice", kind))
+		}
+		stepKinds[kind] = k
 	}
-	return stepKind{}, false
 }
 
-func runSignal(r *run, op model.Op) model.Outcome {
-	return r.exec(op, func() model.Outcome { return r.runSignal(op.Worker, op.Kind) })
+// stepKindOf is k's stepKind; false for a kind no program holds.
+func stepKindOf(k model.Kind) (stepKind, bool) {
+	sk, ok := stepKinds[k]
+	return sk, ok
+}
+
+// execStep is a stepKind's run for a step that goes through exec, with do
+// what runs it against the real system.
+func execStep(do func(r *run, op model.Op) model.Outcome) func(r *run, op model.Op) model.Outcome {
+	return func(r *run, op model.Op) model.Outcome {
+		return r.exec(op, func() model.Outcome { return do(r, op) })
+	}
 }
 
 // runOp runs one op the way its action would have, and returns its
@@ -107,4 +85,24 @@ func (r *run) mayRun(op model.Op) error {
 		return fmt.Errorf("%s steps cannot be replayed", op.Kind)
 	}
 	return k.may(r, op)
+}
+
+// processes is what a precondition reads of the worker processes
+// (worker.Pool): which one a pause stopped, and which has a connection a
+// server restart broke while it was paused (it answers its next statement
+// with an error, so no step that needs an answer is sent to it).
+type processes interface {
+	Paused(name string) bool
+	Stale(name string) bool
+}
+
+var errBusy = errors.New("its step waits on another worker's open transaction (wait.go)")
+
+func (r *run) blocks(op model.Op) bool {
+	for _, s := range r.states {
+		if s.Blocks(op) || s.Precondition(op) != nil {
+			return true
+		}
+	}
+	return false
 }

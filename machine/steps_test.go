@@ -47,7 +47,7 @@ func offlineRun(t *testing.T, file string, workers []string, steps ...model.Op) 
 }
 
 // TestPreconditionsWithoutAServer holds each kind of step's precondition
-// (preconditions.go), which the draw and the replay share, on a model and
+// (steps.go, step_*.go), which the draw and the replay share, on a model and
 // process states set by hand.
 func TestPreconditionsWithoutAServer(t *testing.T) {
 	workers := []string{"w1", "w2", "w3"}
