@@ -29,7 +29,6 @@ func (r *run) noteGrants(op model.Op, got model.Outcome) {
 	if r.grantedAt == nil {
 		r.grantedAt, r.firstGrantedAt = map[string]time.Time{}, map[string]time.Time{}
 	}
-	r.rewound = r.rewound || op.Kind.Rewinds()
 	var granted []string
 	switch {
 	case got.Kind == model.Claimed:
