@@ -66,7 +66,7 @@ func (r *run) clockNote(spent []string) string {
 // lease shown run out where after, the rows read after it, has it so, and
 // those leases' events. A step that breaks a rule on its change
 // (model.CheckChange) only through them did not run them out: the clock
-// did (ranOutByClock), or the lease was granted for less than declared.
+// did (spentByClock), or the lease was granted for less than declared.
 func ranOutBetween(before, after []model.RowView) ([]model.RowView, []string) {
 	expired := map[string]bool{}
 	for _, a := range after {
