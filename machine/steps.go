@@ -96,8 +96,12 @@ type processes interface {
 	Stale(name string) bool
 }
 
+// errBusy is why a worker whose step waits on a lock takes no other step
+// until the wait ends.
 var errBusy = errors.New("its step waits on another worker's open transaction (wait.go)")
 
+// blocks reports whether, in some state the model allows, op would wait
+// on a lock an open transaction holds, or cannot run at all.
 func (r *run) blocks(op model.Op) bool {
 	for _, s := range r.states {
 		if s.Blocks(op) || s.Precondition(op) != nil {
