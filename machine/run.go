@@ -188,6 +188,7 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 	var allowed []model.Transition
 	var matched []model.Outcome // the model's outcome in each state that allows got
 	clockNote := ""             // set when only a lease run out by the clock allows got
+	countNote := ""             // set when only a wrong count sent allows got
 	if got.Kind == model.Unknown {
 		// The harness ends every connection a fault hit (endBackend, a
 		// kill): under lease=session that ends the session's leases too.
@@ -209,6 +210,20 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 			}
 		}
 		allow(r.states)
+		if len(next) == 0 && got.Kind == model.Rejected && !r.hasGen() {
+			// The count sent for a protocol without generations was the
+			// first state's guess (model/count.go).
+			for _, s := range r.states {
+				for _, tr := range s.RejectedForCount(op) {
+					allowed = append(allowed, tr)
+					next = append(next, tr.Next)
+					matched = append(matched, tr.Out)
+				}
+			}
+			if len(next) > 0 {
+				countNote = fmt.Sprintf("     # the count sent, %d, is not the row's in every state the model allows: rejected there", op.Gen)
+			}
+		}
 		if len(next) == 0 {
 			if ran, note := r.byClock(r.states); ran != nil {
 				kept := allowed
@@ -257,6 +272,9 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 	r.log(line)
 	if clockNote != "" {
 		r.logClock(clockNote)
+	}
+	if countNote != "" {
+		r.log(countNote)
 	}
 	r.countCoverage(op, got)
 	return next, got
