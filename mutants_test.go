@@ -32,6 +32,8 @@ import (
 //
 // OUTBOXLAB_WRITE_TABLE=1 measures the catalogue sequentially over several
 // seeds and writes the table into docs/evidence.md;
+// OUTBOXLAB_WRITE_ROWS=NAME,... measures only the named mutants and puts
+// their rows into that table (mutants_rows_test.go);
 // OUTBOXLAB_WRITE_REGRESSIONS=1 keeps every counterexample found in
 // testdata/regressions.
 const (
@@ -54,6 +56,10 @@ var tableSeeds = []uint64{1, 2, 3, 4, 5}
 func TestMutantsCaught(t *testing.T) {
 	if writingTable() {
 		writeMutantsTable(t)
+		return
+	}
+	if names := writingRows(); names != nil {
+		writeMutantRows(t, names)
 		return
 	}
 	honestSearch(t)

@@ -51,10 +51,10 @@ func (r *run) noteGrants(op model.Op, got model.Outcome) {
 // lease. After a step that may have rewound the server, the lease may be
 // an earlier grant's, and the first grant counts (leaseGrantedAt).
 func (r *run) ageLeavesTime(event string) bool {
-	at := r.leaseGrantedAt(event)
-	if at.IsZero() {
+	age, seen := r.grantAge(event)
+	if !seen {
 		return true // granted before this run kept the time: a replay's own
 	}
 	lease := r.h.Inst.Proto.Lease
-	return time.Since(at) < time.Duration(float64(lease)*ageWindow)
+	return age < time.Duration(float64(lease)*ageWindow)
 }

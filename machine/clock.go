@@ -28,13 +28,20 @@ import (
 // and "" when no lease may have.
 func (r *run) byClock(states []model.State) ([]model.State, string) {
 	var out []model.State
+	var spent []string
 	for _, s := range states {
-		out = append(out, s.RunOut(r.spentByClock([]model.State{s}))...)
+		mine := r.spentByClock([]model.State{s})
+		out = append(out, s.RunOut(mine)...)
+		for _, e := range mine {
+			if !slices.Contains(spent, e) {
+				spent = append(spent, e)
+			}
+		}
 	}
-	spent := r.spentByClock(states)
 	if len(spent) == 0 {
 		return nil, ""
 	}
+	slices.Sort(spent)
 	return model.Dedup(out), r.clockNote(spent)
 }
 
@@ -139,8 +146,8 @@ func (r *run) logClock(note string) {
 // leaseRanOut reports whether row's live lease, granted for the declared
 // length (40% of it left after an Age), may have run out by now.
 func (r *run) leaseRanOut(row model.Row) bool {
-	at := r.leaseGrantedAt(row.Event)
-	if at.IsZero() {
+	age, seen := r.grantAge(row.Event)
+	if !seen {
 		return false // granted before this run kept the time
 	}
 	left := r.h.Inst.Proto.Lease
@@ -150,7 +157,18 @@ func (r *run) leaseRanOut(row model.Row) bool {
 	if row.Aged {
 		left = left * 4 / 10
 	}
-	return time.Since(at) >= left
+	return age >= left
+}
+
+// grantAge is how long ago, by the clock, event's lease was granted
+// (leaseGrantedAt); false when this run did not see the grant (a
+// replay's setup granted it).
+func (r *run) grantAge(event string) (time.Duration, bool) {
+	at := r.leaseGrantedAt(event)
+	if at.IsZero() {
+		return 0, false
+	}
+	return time.Since(at), true
 }
 
 func (r *run) leaseGrantedAt(event string) time.Time {
