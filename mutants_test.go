@@ -350,7 +350,7 @@ func measureProtocol(t *testing.T, m protocolFile, cfg machine.Config, seed *uin
 // (Shrinking was three quarters of TestMutantsCaught's CPU time.)
 func shrinksCatch(m protocolFile) bool {
 	switch {
-	case nightly(), writingTable(), writingRegressions():
+	case nightly(), writingTable(), writingRows() != nil, writingRegressions():
 		return true
 	case isRace(m):
 		return slices.Contains(raceSectionMutants, m.name)
