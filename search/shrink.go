@@ -1,6 +1,8 @@
 package search
 
 import (
+	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -101,7 +103,11 @@ func (h Searcher) shrink(p Program, rule string, deadline time.Time) []Program {
 			if time.Now().After(deadline) {
 				return false
 			}
+			t0 := time.Now()
 			v, err := replay(c)
+			if os.Getenv("SHRINK_TRACE") != "" {
+				fmt.Fprintf(os.Stderr, "replay %d steps -> %v %v in %v\n", len(c.Steps), v != nil && SameRule(v.Rule, rule), err, time.Since(t0).Round(time.Millisecond))
+			}
 			if err != nil || v == nil || !SameRule(v.Rule, rule) {
 				return false
 			}
