@@ -90,7 +90,8 @@ func fill(program, durable, rewind string) string {
 
 // replayFaultPrograms replays each program twice on topo, one harness per
 // protocol, and holds both replays to the same printed program, the same
-// verdict, the program's own and its fault's marks.
+// verdict, the program's own and its fault's marks, and the program each
+// recorded as a value to what its printed lines read back as.
 func replayFaultPrograms(t *testing.T, topo pgserver.Topology, programs []faultProgram) {
 	harnesses := map[string]*machine.Harness{}
 	parent := t
@@ -131,6 +132,9 @@ func replayFaultPrograms(t *testing.T, topo pgserver.Topology, programs []faultP
 					if !strings.Contains(text, mark) {
 						t.Errorf("replay %d has no %q:\n%s", i+1, mark, text)
 					}
+				}
+				if printed, err := machine.ParseProgram(replayed); err != nil || !samePrograms(printed, h.Recorded()) {
+					t.Errorf("replay %d recorded a program its printed lines do not read back as (%v):\n%s\nprinted:\n%s", i+1, err, h.Recorded(), text)
 				}
 				if i == 0 {
 					first, firstRule = replayed, rule

@@ -24,7 +24,7 @@ func (r *run) runEnqueue(e string) model.Outcome {
 	var err error
 	r.h.timed(func() { err = st.Exec(ctx, r.h.Inst.Conn, sut.Enqueue, sut.Args{EventID: e, Worker: "harness"}) })
 	if err != nil {
-		r.fail("enqueue failed", fmt.Sprintf("Enqueue(%s) failed: %v", e, err))
+		r.failStep(model.Op{Kind: model.Enqueue, Event: e}, "enqueue failed", fmt.Sprintf("Enqueue(%s) failed: %v", e, err))
 	}
 	return model.Outcome{Kind: model.OK}
 }
@@ -153,13 +153,13 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 		r.dead[w] = true
 		switch {
 		case errors.Is(err, worker.ErrBlocked):
-			r.fail(name+" blocked", fmt.Sprintf("%v waited on a lock %s held (claims must skip locked rows; the machine sends an outcome to a locked row only as a waiting step)", op, holderOf(err)))
+			r.failStep(op, name+" blocked", fmt.Sprintf("%v waited on a lock %s held (claims must skip locked rows; the machine sends an outcome to a locked row only as a waiting step)", op, holderOf(err)))
 		case faulted:
 			// A cut connection the worker never noticed: as a kill, its
 			// transaction rolls back, and what it sent is unknown.
 			return resp, true
 		}
-		r.fail(name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock%s", op, r.h.Cfg.OpTimeout, tail))
+		r.failStep(op, name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock%s", op, r.h.Cfg.OpTimeout, tail))
 	}
 	var broke *worker.ContractError
 	if errors.As(err, &broke) {
@@ -175,15 +175,15 @@ func (r *run) answer(w string, op model.Op, resp worker.Response, err error, fau
 	case resp.Err == "":
 		return resp, false
 	case resp.Protocol:
-		r.fail(resp.BrokenRule(), fmt.Sprintf("%v failed: %s%s", op, resp.Err, tail))
+		r.failStep(op, resp.BrokenRule(), fmt.Sprintf("%v failed: %s%s", op, resp.Err, tail))
 	case resp.ServerErr:
-		r.fail(name+" failed with a server error", fmt.Sprintf("%v failed: %s%s", op, resp.Err, tail))
+		r.failStep(op, name+" failed with a server error", fmt.Sprintf("%v failed: %s%s", op, resp.Err, tail))
 	case faulted:
 		return resp, true
 	case resp.Timeout:
-		r.fail(name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock", op, r.h.Cfg.OpTimeout))
+		r.failStep(op, name+" timed out", fmt.Sprintf("%v did not return in %v, not waiting on any lock", op, r.h.Cfg.OpTimeout))
 	}
-	r.fail(name+" lost its connection with no fault injected", fmt.Sprintf("%v lost its connection, and no fault was injected: %s%s", op, resp.Err, tail))
+	r.failStep(op, name+" lost its connection with no fault injected", fmt.Sprintf("%v lost its connection, and no fault was injected: %s%s", op, resp.Err, tail))
 	return resp, true
 }
 
@@ -246,7 +246,7 @@ func (r *run) runFixture(kind model.Kind, e string) model.Outcome {
 		err = r.h.Inst.Driver().Exec(ctx, r.h.Inst.Conn, section, args)
 	})
 	if err != nil {
-		r.fail(section+" fixture failed", fmt.Sprintf("%s(%s) failed: %v", kind, e, err))
+		r.failStep(model.Op{Kind: kind, Event: e}, section+" fixture failed", fmt.Sprintf("%s(%s) failed: %v", kind, e, err))
 	}
 	return model.Outcome{Kind: model.OK}
 }

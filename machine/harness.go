@@ -30,11 +30,13 @@ type Harness struct {
 	mu      sync.Mutex
 	pool    *worker.Pool
 	program []string // the current check's program, one line a step
-	failure *Violation
-	trace   *recorder // set while Trace replays a program, nil otherwise
-	checks  int
-	steps   int
-	elapsed time.Duration
+	// recorded is the current check's program as a value (record.go).
+	recorded Program
+	failure  *Violation
+	trace    *recorder // set while Trace replays a program, nil otherwise
+	checks   int
+	steps    int
+	elapsed  time.Duration
 	// sqlTime is the wall time spent waiting on PostgreSQL: worker
 	// statements (pipe included) and the harness's reads and fixtures.
 	sqlTime time.Duration
@@ -227,6 +229,7 @@ func (h *Harness) begin(t *rapid.T) *run {
 	r.observe(model.Op{Kind: model.Enqueue, Event: strings.Join(events, ",")}, model.Outcome{Kind: model.OK})
 	r.startRewindLog()
 	r.log(fmt.Sprintf("setup: %d workers (%s), events %s", nWorkers, strings.Join(r.workers, " "), strings.Join(events, " ")))
+	r.recordSetup(r.workers, events)
 	return r
 }
 

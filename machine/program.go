@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/outboxlab/outboxlab/model"
@@ -127,15 +128,28 @@ const violationPrefix = "^ violation: "
 // failed before its line was printed: "^ violation: w2.Begin() blocked for
 // 2s: ...". A violation of a printed step repeats it with its outcome
 // ("w1.Claim() -> empty: ..."), and one of the persisted rows names none.
+//
+// A split step's part mark after the op is the op's: "w1.Complete(e1,
+// gen=1) [2/2] failed: ...".
 func unloggedOp(line string) (model.Op, bool) {
 	text := strings.TrimPrefix(line, violationPrefix)
 	i := strings.Index(text, ") ")
-	if i < 0 || strings.HasPrefix(text[i+1:], " -> ") {
+	if i < 0 {
 		return model.Op{}, false
 	}
-	op, err := model.ParseOp(text[:i+1])
+	end := i + 1
+	if mark := leadingPartMark.FindString(text[end:]); mark != "" {
+		end += len(mark) - 1 // the mark, not the space after it
+	}
+	if strings.HasPrefix(text[end:], " -> ") {
+		return model.Op{}, false
+	}
+	op, err := model.ParseOp(text[:end])
 	return op, err == nil
 }
+
+// leadingPartMark is a split step's part mark, followed by a space.
+var leadingPartMark = regexp.MustCompile(`^ \[\d+/\d+\] `)
 
 // parseSetup reads "setup: 2 workers (w1 w2), events e1 e2".
 func parseSetup(line string) (workers, events []string, err error) {

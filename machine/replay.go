@@ -172,6 +172,7 @@ func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
 	r.observe(model.Op{Kind: model.Enqueue, Event: strings.Join(events, ",")}, model.Outcome{Kind: model.OK})
 	r.startRewindLog()
 	r.log(fmt.Sprintf("setup: %d workers (%s), events %s", len(workers), strings.Join(workers, " "), strings.Join(events, " ")))
+	r.recordSetup(workers, events)
 	return r
 }
 

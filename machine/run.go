@@ -246,6 +246,10 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 	r.noteGrants(op, got)
 	r.traceOutcome(got, allowed)
 	line := prefix + r.shownStep(op, got)
+	if !strings.HasPrefix(strings.TrimSpace(prefix), strings.TrimSpace(thenPrefix)) {
+		// (A waiting step's end is its holder's step's doing, not a step.)
+		r.recordStep(r.shownOp(op), r.shownOutcome(got), r.fault)
+	}
 	if len(next) == 0 {
 		r.log(line + "   // model: " + r.outcomes(allowed))
 		if !r.hasGen() && got.Kind == model.Claimed {

@@ -164,6 +164,7 @@ func (r *run) serverFaultEnded(op model.Op) {
 	if r.since == nil {
 		r.lastOut = model.Outcome{Kind: model.OK}
 		r.log(fmt.Sprintf("%3d. %s", r.stepNumber(), model.FormatStep(op, r.lastOut)))
+		r.recordStep(op, r.lastOut, "")
 		r.observe(op, r.lastOut, r.rolledBack()...)
 		return
 	}
@@ -184,6 +185,7 @@ func (r *run) serverFaultEnded(op model.Op) {
 		line += fmt.Sprintf("   // or up to %d: the reads to come decide", most)
 	}
 	r.log(line)
+	r.recordStep(op, got, "")
 	r.observe(op, got, candidates...)
 	r.since = newRewindLog(r.states)
 	if got.Lost > 0 {

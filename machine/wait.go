@@ -261,6 +261,7 @@ func (r *run) startWait(op model.Op, on string) model.Outcome {
 		out := model.Outcome{Kind: model.Waiting, On: on}
 		r.traceOutcome(out, nil)
 		r.log(fmt.Sprintf("%3d. %s", r.stepNumber(), r.shownStep(op, out)))
+		r.recordStep(r.shownOp(op), r.shownOutcome(out), "")
 		r.countCoverage(op, out)
 		return out
 	}
