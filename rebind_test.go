@@ -78,7 +78,7 @@ func TestShrinkTakesTheTail(t *testing.T) {
 	if err != nil || v == nil || !strings.Contains(v.Rule, reissuedRule) {
 		t.Fatalf("the long program: violation %v, error %v; want %q:\n%s", v, err, reissuedRule, strings.Join(h.Program(), "\n"))
 	}
-	c := search.On(h).Minimize(search.Catch{Caught: true, Program: h.Program(), Failure: v}, 10*time.Second)
+	c := search.On(h).Minimize(search.Catch{Caught: true, Program: h.Program(), Recorded: h.Recorded(), Failure: v}, 10*time.Second)
 	program := strings.Join(c.Program, "\n")
 	if n := machine.CountSteps(c.Program); n > 4 || !strings.Contains(c.Failure.Rule, reissuedRule) {
 		t.Fatalf("shrunk to %d steps, rule %q; want at most 4 steps, %q:\n%s", n, c.Failure.Rule, reissuedRule, program)

@@ -192,7 +192,7 @@ func EventName(i int) string { return fmt.Sprintf("e%d", i+1) }
 // the drawn number of events, the model in step.
 func (h *Harness) begin(t *rapid.T) *run {
 	h.mu.Lock()
-	h.program = nil
+	h.program, h.recorded = nil, Program{}
 	h.failure = nil
 	h.mu.Unlock()
 	nWorkers := rapid.IntRange(h.Cfg.MinWorkers, h.Cfg.MaxWorkers).Draw(t, "workers")

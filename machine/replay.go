@@ -142,7 +142,7 @@ func (r *run) canReplayFault(fault string) error {
 // beginProgram is begin with the setup given instead of drawn.
 func (h *Harness) beginProgram(t *rapid.T, workers, events []string) *run {
 	h.mu.Lock()
-	h.program = nil
+	h.program, h.recorded = nil, Program{}
 	h.failure = nil
 	h.mu.Unlock()
 	r := &run{h: h, t: t, ids: map[string]string{}, claimIDs: map[int]string{}, received: map[[2]string]receivedClaim{}, rescued: map[string]bool{}, dead: map[string]bool{}, workers: workers, procs: h.pool}

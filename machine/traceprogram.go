@@ -10,9 +10,9 @@ import (
 // TraceOfProgram is the trace of a printed program that is not replayed:
 // what the printed lines say of each step (actor, op, outcome, the
 // model's expectation where it differed, faults, the violation), and no
-// rows. It is the report of a counterexample that needs a network fault
-// (a lost request or reply cannot be repeated on purpose, so the program
-// cannot be replayed); v is the violation the search found.
+// rows. It is the report of a counterexample its replay cannot run (a
+// failure at the setup, before any step; a saved program the protocol
+// refuses); v is the violation the search found.
 func TraceOfProgram(protocol string, program []string, v *Violation) *Trace {
 	t := &Trace{Protocol: protocol, Program: slices.Clone(program), Violation: v, NotReplayed: "read from the printed program",
 		Setup: TraceStep{Actor: ActorFixture, Kind: model.Enqueue, Op: "setup"}}

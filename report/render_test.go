@@ -136,9 +136,9 @@ func TestRenderMarksTheViolation(t *testing.T) {
 	}
 }
 
-// TestRenderPrintedProgram: a counterexample that needs a network fault
-// cannot be replayed; its page is read from the printed lines, says so,
-// and still marks every step, the fault and the violation.
+// TestRenderPrintedProgram: a counterexample its replay cannot run has its
+// page read from the printed lines, which says so and still marks every
+// step, the fault and the violation.
 func TestRenderPrintedProgram(t *testing.T) {
 	printed := []string{
 		"setup: 2 workers (w1 w2), events e1",

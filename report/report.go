@@ -34,17 +34,23 @@ import (
 	"github.com/outboxlab/outboxlab/search"
 )
 
-// Capture replays program (a counterexample as the machine printed it:
-// search.Catch.Program, or Harness.Program after a failed check) on h,
+// Capture replays program (a counterexample as the machine printed it,
+// Harness.Program after a failed check, or as a user saved it) on h,
 // recording every step, and returns the trace with reproduce as its
-// command. It fails for a program that cannot be replayed: one with a
-// network fault's step (a lost request or reply cannot be repeated on
-// purpose), or one the harness's protocol cannot run.
+// command (CaptureProgram). It fails for a program that does not read
+// back.
 func Capture(h *machine.Harness, program []string, reproduce string) (*machine.Trace, error) {
 	p, err := machine.ParseProgram(program)
 	if err != nil {
 		return nil, fmt.Errorf("the counterexample cannot be replayed for its report: %w", err)
 	}
+	return CaptureProgram(h, p, reproduce)
+}
+
+// CaptureProgram replays p on h, recording every step, and returns the
+// trace with reproduce as its command. Its faults are injected again at
+// their steps. It fails for a program the harness's protocol cannot run.
+func CaptureProgram(h *machine.Harness, p machine.Program, reproduce string) (*machine.Trace, error) {
 	t, err := h.Trace(p)
 	if err != nil {
 		return nil, fmt.Errorf("replay the counterexample for its report: %w", err)
@@ -53,20 +59,23 @@ func Capture(h *machine.Harness, program []string, reproduce string) (*machine.T
 	return t, nil
 }
 
-// ForCatch is the trace of a search's counterexample (c.Program, shrunk,
-// with c.Failure): replayed on h with the recorder (Capture) or, when the
-// program cannot be replayed (it needs a network fault's step), read from
-// the printed program, without rows (machine.TraceOfProgram), the reason
-// in NotReplayed. h must be the harness the search ran on, still open.
+// ForCatch is the trace of a search's counterexample (c.Recorded, shrunk,
+// with c.Failure): replayed on h with the recorder (CaptureProgram) or,
+// when the replay cannot run it, read from the printed program, without
+// rows (machine.TraceOfProgram), the reason in NotReplayed. h must be the
+// harness the search ran on, still open.
 func ForCatch(h *machine.Harness, c search.Catch, reproduce string) (*machine.Trace, error) {
 	if !c.Caught || c.Failure == nil {
 		return nil, fmt.Errorf("report: no counterexample to draw")
 	}
-	t, err := Capture(h, c.Program, reproduce)
-	if err == nil {
-		return t, nil
+	err := fmt.Errorf("the check failed at its setup, before any step")
+	if c.Recorded.Workers != nil {
+		var t *machine.Trace
+		if t, err = CaptureProgram(h, c.Recorded, reproduce); err == nil {
+			return t, nil
+		}
 	}
-	t = machine.TraceOfProgram(h.Inst.Proto.Name, c.Program, c.Failure)
+	t := machine.TraceOfProgram(h.Inst.Proto.Name, c.Program, c.Failure)
 	t.Reproduce, t.NotReplayed = reproduce, err.Error()
 	return t, nil
 }

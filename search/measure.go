@@ -15,9 +15,12 @@ type Catch struct {
 	Checks  int           // checks run up to and including the first failing one (all of them if none failed)
 	ToFind  time.Duration // wall time until the first failing check ended
 	Total   time.Duration // the whole rapid.Check, shrinking included
-	Program []string      // the last program run: after a failure, the shrunk counterexample
-	Failure *Violation    // the broken rule of the shrunk counterexample
-	Report  string        // what rapid reported: the seed and how to reproduce
+	Program []string      // the last program run, as printed: after a failure, the shrunk counterexample
+	// Recorded is Program as a value (machine.Harness.Recorded): what the
+	// shrinking replays, the report draws and --json carries.
+	Recorded Program
+	Failure  *Violation // the broken rule of the shrunk counterexample
+	Report   string     // what rapid reported: the seed and how to reproduce
 }
 
 // Steps is the length of the program: its numbered step lines, the drain's
@@ -41,6 +44,7 @@ func MeasureWith(name string, h *machine.Harness, check func(*rapid.T), flags ma
 	var c Catch
 	found := false
 	var firstProgram []string
+	var firstRecorded Program
 	var firstFailure *Violation
 	prop := func(t *rapid.T) {
 		defer func() {
@@ -49,7 +53,7 @@ func MeasureWith(name string, h *machine.Harness, check func(*rapid.T), flags ma
 				c.ToFind = time.Since(start)
 				n, _, _ := h.Stats()
 				c.Checks = n - checksBefore
-				firstProgram, firstFailure = h.Program(), h.Failure()
+				firstProgram, firstRecorded, firstFailure = h.Program(), h.Recorded(), h.Failure()
 			}
 		}()
 		check(t)
@@ -57,13 +61,13 @@ func MeasureWith(name string, h *machine.Harness, check func(*rapid.T), flags ma
 	passed := tb.RunProperty(prop)
 	c.Total = time.Since(start)
 	c.Caught = !passed
-	c.Program = h.Program()
+	c.Program, c.Recorded = h.Program(), h.Recorded()
 	c.Failure = h.Failure()
 	c.Report = tb.Errors()
 	if c.Caught && c.Failure == nil && firstFailure != nil {
 		// A protocol that does not fail the same way twice (rapid calls it
 		// flaky: heap order, say) failed all the same: keep the first.
-		c.Program, c.Failure = firstProgram, firstFailure
+		c.Program, c.Recorded, c.Failure = firstProgram, firstRecorded, firstFailure
 	}
 	if !found {
 		n, _, _ := h.Stats()

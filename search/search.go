@@ -10,15 +10,14 @@ import (
 
 // Search runs rapid.Check of h.Check with a recording TB named name. It
 // searches with rapid's own shrinking off, then shrinks the program it
-// found by replaying it (Minimize: well under a second for the baseline,
-// where rapid's shrinker, working on the random draws, takes thousands of
-// checks), for at most shrink (0: 30s; a protocol of many statements per
-// step, such as Solid Queue's, replays slowly and needs more to reach its
-// minimal form). Faults are steps of the program like any other (a lost
-// request or reply, a stuck commit, a restart, crash or failover), which
-// a replay injects again at their step. Only a program that does not read
-// back (no replay can run it) is shrunk by rapid from the failing seed,
-// for at most shrink (0: 30s).
+// found, a value (Catch.Recorded), by replaying it (Minimize: well under
+// a second for the baseline, where rapid's shrinker, working on the
+// random draws, takes thousands of checks), for at most shrink (0: 30s;
+// a protocol of many statements per step, such as Solid Queue's, replays
+// slowly and needs more to reach its minimal form). Faults are steps of
+// the program like any other (a lost request or reply, a stuck commit, a
+// restart, crash or failover), which a replay injects again at their
+// step. A failure at the setup, before any step, has nothing to shrink.
 //
 // rapid's flags must be usable: under go test, or after testing.Init and
 // flag parsing. It restores the flags it changes.
@@ -27,18 +26,7 @@ func (h Searcher) Search(name string, shrink time.Duration) Catch {
 	if !c.Caught || c.Failure == nil {
 		return c
 	}
-	if _, err := ParseProgram(c.Program); err == nil {
-		return h.minimizeFound(c, c, shrink)
-	}
-	if shrink == 0 {
-		shrink = h.defaultShrink()
-	}
-	shrunk := MeasureWith(name, h.Harness, h.Check, Overlay(h.Flags, map[string]string{"rapid.shrinktime": shrink.String(), "rapid.checks": OneCheck(),
-		"rapid.seed": strconv.FormatUint(c.FailingSeed(0), 10)}))
-	if shrunk.Failure == nil || !SameRule(shrunk.Failure.Rule, c.Failure.Rule) {
-		return c // not reproducible from its seed (a flaky protocol): keep the first
-	}
-	return h.keepSearch(c, shrunk)
+	return h.minimizeFound(c, c, shrink)
 }
 
 // measure is the search's first pass: one rapid.Check of the budget in
@@ -85,9 +73,10 @@ func (h Searcher) keepSearch(found, shrunk Catch) Catch {
 var seedInReport = regexp.MustCompile(`-rapid\.seed=(\d+)`)
 
 // FailingSeed is the seed rapid reported for the failing check: from it,
-// the first check fails. base when rapid reported none. rapid gives the
-// seed of a failing check only in its report; the counterexample itself
-// is a value (Program), replayed without it.
+// the first check fails (the reproduce line's `check --checks 1 --seed`).
+// base when rapid reported none. rapid gives the seed of a failing check
+// only in its report; the search needs none, since the counterexample is
+// a value (Catch.Recorded), replayed and shrunk without it.
 func (c Catch) FailingSeed(base uint64) uint64 {
 	if m := seedInReport.FindStringSubmatch(c.Report); m != nil {
 		seed, _ := strconv.ParseUint(m[1], 10, 64)

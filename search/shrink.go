@@ -15,8 +15,8 @@ import (
 // Minimize shrinks a caught counterexample further by replaying it
 // (ShrinkProgram) and replays the result once more, so that the Catch and
 // the harness's Program and Failure describe the smaller program, its
-// faults included. A Catch whose program does not read back is returned as
-// it is.
+// faults included. A Catch whose failure came before its setup (no
+// program) is returned as it is.
 //
 // A protocol can fail a program only sometimes (one whose claim has no
 // ORDER BY returns rows in the order of the heap, which a vacuum changes
@@ -28,8 +28,8 @@ func (h Searcher) Minimize(c Catch, budget time.Duration) Catch {
 	if c.Failure == nil {
 		return c
 	}
-	p, err := ParseProgram(c.Program)
-	if err != nil {
+	p := c.Recorded
+	if p.Workers == nil {
 		return c
 	}
 	start := time.Now()
@@ -39,7 +39,7 @@ func (h Searcher) Minimize(c Catch, budget time.Duration) Catch {
 			break
 		}
 		if v := h.confirm(kept[i], c.Failure.Rule); v != nil {
-			c.Program, c.Failure = h.Program(), v
+			c.Program, c.Recorded, c.Failure = h.Program(), h.Recorded(), v
 			c.Total += time.Since(start)
 			return c
 		}
@@ -47,17 +47,14 @@ func (h Searcher) Minimize(c Catch, budget time.Duration) Catch {
 	return c // a flaky protocol: keep what rapid found
 }
 
-// confirm replays p and then the program as printed (the steps a lenient
-// replay skipped gone, the drain run afresh), strictly: the violation when
+// confirm replays p and then the program as that replay recorded it (the
+// steps a lenient replay skipped gone, the drain run afresh), strictly: the violation when
 // both fail with rule, nil otherwise. Afterwards Program and Failure
 // describe the strict replay.
 func (h Searcher) confirm(p Program, rule string) *Violation {
 	v, err := h.ReplayLenient(p)
 	if err == nil && v != nil {
-		p, err = ParseProgram(h.Program())
-		if err == nil {
-			v, err = h.Replay(p)
-		}
+		v, err = h.Replay(h.Recorded())
 	}
 	if err != nil || v == nil || !SameRule(v.Rule, rule) {
 		return nil
@@ -111,7 +108,7 @@ func (h Searcher) shrink(p Program, rule string, deadline time.Time) []Program {
 			if err != nil || v == nil || !SameRule(v.Rule, rule) {
 				return false
 			}
-			if ran, err := ParseProgram(h.Program()); err == nil && !simplerThan(c, ran) {
+			if ran := h.Recorded(); !simplerThan(c, ran) {
 				c = ran
 			}
 			kept = append(kept, c)

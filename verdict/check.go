@@ -27,8 +27,8 @@ type Run struct {
 	Steps int
 	// Shard is the part of the budget this run takes (zero: all of it).
 	Shard search.Shard
-	// Shrink bounds rapid's shrinking, used when a counterexample cannot be
-	// replayed (0: 30s).
+	// Shrink bounds the shrinking of a counterexample by replay (0: 30s,
+	// or 3m on a topology that crashes or fails over).
 	Shrink time.Duration
 	// Profile asks for a verdict per property instead of one.
 	Profile bool
@@ -95,11 +95,7 @@ func check(s search.Searcher, r Run, res Result) Result {
 		res.CounterexampleSteps = c.Steps()
 		res.Checks = c.Checks
 		res.Reproduce = Reproduce(s.Inst.Proto, c.FailingSeed(r.Seed), r.Steps, r.Cfg, s.Srv.Topology)
-		if p, err := machine.ParseProgram(c.Program); err == nil {
-			res.Program = ProgramOf(p)
-			res.Settings = SettingsOf(s.Inst.Proto, r.Cfg)
-			res.Replay = ReplayCommand(s.Inst.Proto, r.Cfg, s.Srv.Topology)
-		}
+		replayable(&res, s, r, programOf(c))
 		if r.OnFailure != nil {
 			r.OnFailure(s.Harness, c, res)
 		}
@@ -233,3 +229,23 @@ func effectiveSteps(steps int) int {
 
 // shellQuote is s as one shell word.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// programOf is a search's counterexample as a value; nil for a failure
+// before the setup, which has no program.
+func programOf(c search.Catch) *Program {
+	if c.Recorded.Workers == nil {
+		return nil
+	}
+	return ProgramOf(c.Recorded)
+}
+
+// replayable gives res the program a replay runs, with the settings and
+// the command it runs with; nothing when p is nil.
+func replayable(res *Result, s search.Searcher, r Run, p *Program) {
+	if p == nil {
+		return
+	}
+	res.Program = p
+	res.Settings = SettingsOf(s.Inst.Proto, r.Cfg)
+	res.Replay = ReplayCommand(s.Inst.Proto, r.Cfg, s.Srv.Topology)
+}

@@ -20,13 +20,18 @@ func profile(s search.Searcher, r Run, res Result) Result {
 		if finding.Verdict == search.Breaks {
 			c := finding.Catch
 			e.Rule, e.Counterexample, e.CounterexampleSteps = c.Failure.Rule, c.Program, c.Steps()
+			e.Program = programOf(c)
 			if finding.Relaxed != 0 {
 				e.Relaxed = finding.Relaxed.String()
 			}
 			if res.Result != Fail {
-				// The first broken property is the result's violation.
+				// The first broken property is the result's violation,
+				// found with nothing relaxed: a replay finds it again.
 				res.Result = Fail
 				res.Violation, res.Counterexample, res.CounterexampleSteps = e.Rule, e.Counterexample, e.CounterexampleSteps
+				if finding.Relaxed == 0 {
+					replayable(&res, s, r, e.Program)
+				}
 			}
 		}
 		res.Profile = append(res.Profile, e)
@@ -36,6 +41,9 @@ func profile(s search.Searcher, r Run, res Result) Result {
 		res.Violation, res.Counterexample, res.CounterexampleSteps = "", c.Program, c.Steps()
 		if c.Failure != nil {
 			res.Violation = c.Failure.Rule
+			if res.Program == nil {
+				replayable(&res, s, r, programOf(*c))
+			}
 		} else {
 			res.Result, res.Error = Error, firstLine(c.Report)
 		}

@@ -44,9 +44,7 @@ func Replay(srv *pgserver.Server, inst *sut.Instance, cfg machine.Config, p mach
 		res.Result, res.Violation = Fail, v.Rule
 		res.Counterexample = h.Program()
 		res.CounterexampleSteps = machine.CountSteps(res.Counterexample)
-		if ran, err := machine.ParseProgram(res.Counterexample); err == nil {
-			res.Program = ProgramOf(ran)
-		}
+		res.Program = ProgramOf(h.Recorded())
 		res.Settings = SettingsOf(inst.Proto, cfg)
 		res.Replay = ReplayCommand(inst.Proto, cfg, srv.Topology)
 	}

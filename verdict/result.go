@@ -69,6 +69,9 @@ type ProfileEntry struct {
 	Counterexample      []string `json:"counterexample,omitempty"`
 	CounterexampleSteps int      `json:"counterexample_steps,omitempty"`
 	Relaxed             string   `json:"relaxed,omitempty"` // the properties relaxed while it was found
+	// Program is the counterexample as a value. A replay runs it without
+	// the relaxed properties, so it may break one of those first.
+	Program *Program `json:"program,omitempty"`
 }
 
 // NotExercised says what a protocol's sections leave out of every check,

@@ -51,7 +51,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.steps, "steps", 0, "average steps per check (default: rapid's, 30, or RAPID_STEPS)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the first check (0: random); a failure prints the seed that reproduces it (docs/verdicts.md)")
 	fs.BoolVar(&f.faults, "faults", def.Faults, "inject network faults and server restarts (docs/faults.md)")
-	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long to shrink a counterexample: by replay (default 30s), or by rapid's shrinking when it cannot be replayed (default 30s) (docs/verdicts.md)")
+	fs.DurationVar(&f.shrink, "shrink-time", 0, "at most this long to shrink a counterexample by replaying it (default 30s; 3m on a topology that crashes or fails over) (docs/verdicts.md)")
 	fs.IntVar(&f.workers, "workers", def.MaxWorkers, "at most this many worker processes per check (2 or more)")
 	fs.BoolVar(&f.waiting, "waiting", true, "let a complete, retry or renew wait behind another worker's open claim transaction, judged when it ends (false: skip such steps) (docs/races.md)")
 	fs.BoolVar(&f.split, "split", true, "run a complete, retry or renew of several statements in two parts, other steps at the statement boundary between (false: run each section whole) (docs/races.md)")

@@ -61,8 +61,8 @@ func (r reportFlag) file(protocol string) string {
 
 // writeReport replays the shrunk program of a failed check with the
 // recorder, writes its page and prints the page's path on stderr. A
-// program that cannot be replayed (it needs a network fault's step) gets
-// a page of its printed lines, without rows, and says so. A page that
+// program its replay cannot run (a failure at the setup) gets a page of
+// its printed lines, without rows, and says so. A page that
 // cannot be written is said too; the verdict stands either way.
 func writeReport(r reportFlag, h *machine.Harness, c search.Catch, res checkResult, stderr io.Writer) {
 	if r.path == "" {
