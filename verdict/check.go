@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/machine"
+	"github.com/outboxlab/outboxlab/model"
 	"github.com/outboxlab/outboxlab/pgserver"
 	"github.com/outboxlab/outboxlab/search"
 	"github.com/outboxlab/outboxlab/sut"
@@ -95,7 +96,7 @@ func check(s search.Searcher, r Run, res Result) Result {
 		res.CounterexampleSteps = c.Steps()
 		res.Checks = c.Checks
 		res.Reproduce = Reproduce(s.Inst.Proto, c.FailingSeed(r.Seed), r.Steps, r.Cfg, s.Srv.Topology)
-		replayable(&res, s, r, programOf(c))
+		replayable(&res, s, r, programOf(c), 0)
 		if r.OnFailure != nil {
 			r.OnFailure(s.Harness, c, res)
 		}
@@ -239,13 +240,17 @@ func programOf(c search.Catch) *Program {
 	return ProgramOf(c.Recorded)
 }
 
-// replayable gives res the program a replay runs, with the settings and
-// the command it runs with; nothing when p is nil.
-func replayable(res *Result, s search.Searcher, r Run, p *Program) {
+// replayable gives res the program a replay runs, with the settings
+// (relaxed: what the search that found it relaxed) and the command it
+// runs with; nothing when p is nil.
+func replayable(res *Result, s search.Searcher, r Run, p *Program, relaxed model.Property) {
 	if p == nil {
 		return
 	}
 	res.Program = p
 	res.Settings = SettingsOf(s.Inst.Proto, r.Cfg)
+	if relaxed != 0 {
+		res.Settings.Relaxed = relaxed.String()
+	}
 	res.Replay = ReplayCommand(s.Inst.Proto, r.Cfg, s.Srv.Topology)
 }

@@ -25,13 +25,11 @@ func profile(s search.Searcher, r Run, res Result) Result {
 				e.Relaxed = finding.Relaxed.String()
 			}
 			if res.Result != Fail {
-				// The first broken property is the result's violation,
-				// found with nothing relaxed: a replay finds it again.
+				// The first broken property is the result's violation; a
+				// replay relaxes what its search relaxed.
 				res.Result = Fail
 				res.Violation, res.Counterexample, res.CounterexampleSteps = e.Rule, e.Counterexample, e.CounterexampleSteps
-				if finding.Relaxed == 0 {
-					replayable(&res, s, r, e.Program)
-				}
+				replayable(&res, s, r, e.Program, finding.Relaxed)
 			}
 		}
 		res.Profile = append(res.Profile, e)
@@ -42,7 +40,7 @@ func profile(s search.Searcher, r Run, res Result) Result {
 		if c.Failure != nil {
 			res.Violation = c.Failure.Rule
 			if res.Program == nil {
-				replayable(&res, s, r, programOf(*c))
+				replayable(&res, s, r, programOf(*c), 0)
 			}
 		} else {
 			res.Result, res.Error = Error, firstLine(c.Report)

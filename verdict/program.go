@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/model"
@@ -36,6 +37,25 @@ type Settings struct {
 	Workers  int    `json:"workers"` // at most this many worker processes per check
 	Waiting  bool   `json:"waiting"`
 	Split    bool   `json:"split"`
+	// Relaxed are the properties the program was found with relaxed (a
+	// profile's, model.Property.String): a replay relaxes them too.
+	Relaxed string `json:"relaxed,omitempty"`
+}
+
+// Relax is Relaxed as the machine's properties.
+func (s Settings) Relax() (model.Property, error) {
+	var out model.Property
+	if s.Relaxed == "" {
+		return 0, nil
+	}
+	for _, name := range strings.Split(s.Relaxed, "+") {
+		p, ok := model.ParseProperty(name)
+		if !ok {
+			return 0, fmt.Errorf("settings: relaxed names %q, which is no property", name)
+		}
+		out |= p
+	}
+	return out, nil
 }
 
 // ProgramOf is p as a value.

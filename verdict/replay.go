@@ -85,6 +85,7 @@ func (s Settings) Config() machine.Config {
 		cfg.MinWorkers = min(cfg.MinWorkers, s.Workers)
 	}
 	cfg.NoWaitingSteps, cfg.NoSplitSteps = !s.Waiting, !s.Split
+	cfg.Relax, _ = s.Relax() // ReadCounterexamples refuses a name it does not know
 	return cfg
 }
 

@@ -82,7 +82,7 @@ func readJSON(path string, b []byte) ([]Counterexample, error) {
 		}
 		if r.Program == nil {
 			if r.Result == Fail {
-				return nil, fmt.Errorf("%s:%d: %s failed with no program to replay (only a printed counterexample that does not read back)", path, line, r.Protocol)
+				return nil, fmt.Errorf("%s:%d: %s failed with no program to replay (it failed at its setup, before any step)", path, line, r.Protocol)
 			}
 			continue
 		}
@@ -92,6 +92,9 @@ func readJSON(path string, b []byte) ([]Counterexample, error) {
 		}
 		if r.Settings == nil {
 			return nil, fmt.Errorf("%s:%d: a program without its settings", path, line)
+		}
+		if _, err := r.Settings.Relax(); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
 		}
 		lines := make([]int, len(p.Steps))
 		for i := range lines {

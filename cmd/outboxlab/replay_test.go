@@ -63,6 +63,48 @@ func TestReplayMutantCounterexamples(t *testing.T) {
 	}
 }
 
+// TestReplayProfileFromJSON: a profile's --json carries each broken
+// property's counterexample as a value, and the first at the top with
+// what its search relaxed, which outboxlab replay relaxes too and runs to
+// the same violation.
+func TestReplayProfileFromJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"check", "--json", "--profile", "--checks", "20", "--seed", "1", "--faults=false", "--shrink-time", "5s", "baseline"}, &stdout, &stderr); code != exitFail {
+		t.Fatalf("check --profile exit %d, want 1: %s", code, stderr.String())
+	}
+	var res verdict.Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	broken := 0
+	for _, e := range res.Profile {
+		if e.Verdict != "breaks" {
+			continue
+		}
+		broken++
+		if e.Program == nil || len(e.Program.Steps) == 0 {
+			t.Errorf("the broken property %s has no program: %s", e.Property, stdout.String())
+		}
+	}
+	if broken == 0 || res.Program == nil || res.Replay == "" {
+		t.Fatalf("the profile has %d broken properties and no program to replay at the top: %s", broken, stdout.String())
+	}
+	path := filepath.Join(t.TempDir(), "profile.json")
+	if err := os.WriteFile(path, stdout.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if code := run([]string{"replay", path}, &stdout, &stderr); code != exitFail {
+		t.Fatalf("replay exit %d, want 1: %s%s", code, stdout.String(), stderr.String())
+	}
+	if res.Profile[0].Verdict == "breaks" && res.Settings.Relaxed != res.Profile[0].Relaxed {
+		t.Errorf("the top program's settings relax %q, its search relaxed %q", res.Settings.Relaxed, res.Profile[0].Relaxed)
+	}
+	if want := "broken invariant: " + res.Violation + "\n"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("the replay does not print %q:\n%s", want, stdout.String())
+	}
+}
+
 // TestReplayFaultFromJSON: a program value whose step carries a fault (a
 // lost reply of a claim, which the baseline never reclaims) replays with
 // the fault injected at that step, and the same object against leased
@@ -104,6 +146,8 @@ func TestReplayBadInputExitsTwo(t *testing.T) {
 		{"no_program.json", `{"protocol":"leased","result":"pass"}` + "\n", "", ":1: no counterexample to replay"},
 		{"bad_fault.json", `{"protocol":"x","result":"fail","program":{"workers":["w1","w2"],"events":["e1"],"steps":[{"op":"w1.Claim()","outcome":"unknown","fault":"lost"}]},"settings":{"protocol":"leased"}}` + "\n" +
 			"", "", `:1: program step 1: no fault "lost"`},
+		{"bad_relaxed.json", `{"protocol":"x","result":"fail","program":{"workers":["w1","w2"],"events":["e1"],"steps":[{"op":"w1.Claim()","outcome":"empty"}]},"settings":{"protocol":"leased","relaxed":"fencing+speed"}}` + "\n",
+			"", `:1: settings: relaxed names "speed", which is no property`},
 		{"bad_op.txt", "# a comment\nsetup: 2 workers (w1 w2), events e1\n  1. w1.Clam() -> empty\n", "leased", `:3: parse op "w1.Clam()"`},
 		{"no_protocol.txt", "setup: 2 workers (w1 w2), events e1\n  1. w1.Claim() -> empty\n", "", ":1: a printed program needs its protocol"},
 		{"cannot_run.txt", "setup: 2 workers (w1 w2), events e1\n  1. w1.Claim() -> claimed e1 gen=1\n  2. w2.Complete(e1, gen=1) -> applied\n", "leased",
