@@ -26,9 +26,6 @@ const ageWindow = 0.3
 // noteGrants keeps when each lease op granted began: a claim's rows, an
 // applied renew's row.
 func (r *run) noteGrants(op model.Op, got model.Outcome) {
-	if r.grantedAt == nil {
-		r.grantedAt, r.firstGrantedAt = map[string]time.Time{}, map[string]time.Time{}
-	}
 	var granted []string
 	switch {
 	case got.Kind == model.Claimed:
@@ -38,23 +35,13 @@ func (r *run) noteGrants(op model.Op, got model.Outcome) {
 	case op.Kind == model.Renew && got.Kind == model.Applied:
 		granted = append(granted, op.Event)
 	}
-	for _, e := range granted {
-		r.grantedAt[e] = r.stepStart
-		if _, ok := r.firstGrantedAt[e]; !ok {
-			r.firstGrantedAt[e] = r.stepStart
-		}
-	}
+	r.clock.granted(granted)
 }
 
 // ageLeavesTime reports whether event's lease is young enough, by the
 // clock, for an Age to leave it live if the claim granted the declared
 // lease. After a step that may have rewound the server, the lease may be
-// an earlier grant's, and the first grant counts (leaseGrantedAt).
+// an earlier grant's, and the first grant counts.
 func (r *run) ageLeavesTime(event string) bool {
-	age, seen := r.grantAge(event)
-	if !seen {
-		return true // granted before this run kept the time: a replay's own
-	}
-	lease := r.h.Inst.Proto.Lease
-	return age < time.Duration(float64(lease)*ageWindow)
+	return r.clock.within(event, time.Duration(float64(r.h.Inst.Proto.Lease)*ageWindow))
 }

@@ -63,7 +63,7 @@ func (r *run) spentByClock(states []model.State) []string {
 func (r *run) clockNote(spent []string) string {
 	var why []string
 	for _, e := range spent {
-		why = append(why, fmt.Sprintf("%s's granted %.1fs ago", e, time.Since(r.leaseGrantedAt(e)).Seconds()))
+		why = append(why, fmt.Sprintf("%s's granted %.1fs ago", e, time.Since(r.clock.grantedAt(e)).Seconds()))
 	}
 	return fmt.Sprintf("     # the declared lease is %v: by the clock, a lease may have run out (%s)",
 		r.h.Inst.Proto.Lease, strings.Join(why, ", "))
@@ -125,8 +125,8 @@ func (r *run) failShortLease(op model.Op, event string) {
 		}
 	}
 	detail := fmt.Sprintf("after %v, %s's lease has run out %.1fs after the %s that granted it, before the declared lease (%v) had passed",
-		op, event, time.Since(r.leaseGrantedAt(event)).Seconds(), grantor, r.h.Inst.Proto.Lease)
-	if r.leaseGrantedAt(event).IsZero() {
+		op, event, time.Since(r.clock.grantedAt(event)).Seconds(), grantor, r.h.Inst.Proto.Lease)
+	if r.clock.grantedAt(event).IsZero() {
 		detail = fmt.Sprintf("after %v, %s's lease has run out, and no fixture ran it out: the %s that granted it gave less than the declared lease (%v)",
 			op, event, grantor, r.h.Inst.Proto.Lease)
 	}
@@ -146,34 +146,9 @@ func (r *run) logClock(note string) {
 // leaseRanOut reports whether row's live lease, granted for the declared
 // length (40% of it left after an Age), may have run out by now.
 func (r *run) leaseRanOut(row model.Row) bool {
-	age, seen := r.grantAge(row.Event)
-	if !seen {
-		return false // granted before this run kept the time
-	}
-	left := r.h.Inst.Proto.Lease
-	if left <= 0 || r.model().Policy.SessionLease {
+	lease := r.h.Inst.Proto.Lease
+	if lease <= 0 || r.model().Policy.SessionLease {
 		return false // only its session's end ends a session lease
 	}
-	if row.Aged {
-		left = left * 4 / 10
-	}
-	return age >= left
-}
-
-// grantAge is how long ago, by the clock, event's lease was granted
-// (leaseGrantedAt); false when this run did not see the grant (a
-// replay's setup granted it).
-func (r *run) grantAge(event string) (time.Duration, bool) {
-	at := r.leaseGrantedAt(event)
-	if at.IsZero() {
-		return 0, false
-	}
-	return time.Since(at), true
-}
-
-func (r *run) leaseGrantedAt(event string) time.Time {
-	if r.rewound {
-		return r.firstGrantedAt[event]
-	}
-	return r.grantedAt[event]
+	return r.clock.spent(row.Event, lease, row.Aged)
 }

@@ -36,16 +36,8 @@ type run struct {
 	// the claim (bookClaims): at once for a claim, at the commit for a
 	// claim inside a transaction.
 	received map[[2]string]receivedClaim
-	// grantedAt is when the step that last granted each event's lease (a
-	// claim, a renew) began, by the harness's clock (agetime.go).
-	grantedAt map[string]time.Time
-	// firstGrantedAt is when each event's lease was first granted, and
-	// rewound is set once a step may have rewound the server: a lease
-	// a rewind brought back runs from a grant older than grantedAt's
-	// (clock.go).
-	firstGrantedAt map[string]time.Time
-	rewound        bool
-	stepStart      time.Time
+	// clock is when each event's lease was granted (leaseclock.go).
+	clock leaseClock
 	// replayTokens maps a replayed program's tokens, as its lines show
 	// them, to the tokens the replay's own claims returned (show.go).
 	replayTokens map[string]string
@@ -167,7 +159,7 @@ func (r *run) exec(op model.Op, do func() model.Outcome) model.Outcome {
 	if on := r.waitsOn(op); on != "" {
 		return r.startWait(op, on)
 	}
-	r.stepStart = time.Now()
+	r.clock.startStep()
 	got := do()
 	next, got := r.judge(op, got, fmt.Sprintf("%3d. ", r.stepNumber()))
 	r.lastOut = got

@@ -154,7 +154,7 @@ func (r *run) rewindStep(op model.Op, do func()) {
 	r.h.steps++
 	r.h.mu.Unlock()
 	do()
-	r.rewound = true // a lease may be an earlier grant's now (clock.go)
+	r.clock.rewound = true // a lease may be an earlier grant's now (clock.go)
 	r.serverFaultEnded(op)
 }
 
