@@ -62,6 +62,10 @@ func TestMutantsCaught(t *testing.T) {
 		writeMutantRows(t, names)
 		return
 	}
+	if seeds := writingFaultsTable(); seeds != nil {
+		writeFaultsTable(t, seeds)
+		return
+	}
 	honestSearch(t)
 	setRapidFlag(t, "rapid.seed", "1")
 	for _, m := range protocolFiles(t, mutantDir) {
@@ -255,7 +259,8 @@ type measured struct {
 	steps         int           // of the counterexample (shrunk, when shrunk is)
 	rule          string
 	program       []string
-	shrunk        bool // the counterexample was shrunk (shrinksCatch)
+	recorded      machine.Program // program as a value
+	shrunk        bool            // the counterexample was shrunk (shrinksCatch)
 }
 
 func (r measured) line() string {
@@ -313,7 +318,7 @@ func measureProtocol(t *testing.T, m protocolFile, cfg machine.Config, seed *uin
 	if c.Caught && c.Failure == nil {
 		t.Fatalf("the state machine failed without a violation (a harness error):\n%s\n%s", c.Report, strings.Join(h.Program(), "\n"))
 	}
-	r.caught, r.checks, r.toFind, r.total, r.steps, r.program = c.Caught, c.Checks, c.ToFind, c.Total, c.Steps(), c.Program
+	r.caught, r.checks, r.toFind, r.total, r.steps, r.program, r.recorded = c.Caught, c.Checks, c.ToFind, c.Total, c.Steps(), c.Program, c.Recorded
 	if c.Failure != nil {
 		r.rule = c.Failure.Rule
 	}
@@ -350,7 +355,7 @@ func measureProtocol(t *testing.T, m protocolFile, cfg machine.Config, seed *uin
 // (Shrinking was three quarters of TestMutantsCaught's CPU time.)
 func shrinksCatch(m protocolFile) bool {
 	switch {
-	case nightly(), writingTable(), writingRows() != nil, writingRegressions():
+	case nightly(), writingTable(), writingRows() != nil, writingFaultsTable() != nil, writingRegressions():
 		return true
 	case isRace(m):
 		return slices.Contains(raceSectionMutants, m.name)
@@ -613,7 +618,13 @@ func filter[T any](xs []T, ok func(T) bool) []T {
 // replaceBetweenMarkers puts text between the file's generated-table
 // markers, keeping the rest of the file as written.
 func replaceBetweenMarkers(t *testing.T, file, text string) {
-	const begin, end = "<!-- mutants table: begin -->", "<!-- mutants table: end -->"
+	replaceBetween(t, file, "mutants table", text)
+}
+
+// replaceBetween puts text between file's "<!-- NAME: begin -->" and
+// "<!-- NAME: end -->" markers.
+func replaceBetween(t *testing.T, file, name, text string) {
+	begin, end := "<!-- "+name+": begin -->", "<!-- "+name+": end -->"
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
