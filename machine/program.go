@@ -148,6 +148,18 @@ func unloggedOp(line string) (model.Op, bool) {
 	return op, err == nil
 }
 
+// NamesUnprintedStep reports whether a program line is a violation that
+// names a step which failed before its line was printed: ParseProgram
+// reads it as that step.
+func NamesUnprintedStep(line string) bool {
+	t := strings.TrimSpace(line)
+	if !strings.HasPrefix(t, violationPrefix) {
+		return false
+	}
+	_, ok := unloggedOp(t)
+	return ok
+}
+
 // leadingPartMark is a split step's part mark, followed by a space.
 var leadingPartMark = regexp.MustCompile(`^ \[\d+/\d+\] `)
 

@@ -42,3 +42,30 @@ func TestProgramFaultsReadBack(t *testing.T) {
 		t.Errorf("step 7 printed %q", got)
 	}
 }
+
+// TestViolationNamesAnUnprintedStep: a violation line that names a step
+// which failed before its line was printed reads as that step, a split
+// part's mark included; one that repeats a printed step (its outcome
+// follows, after the part mark too) is no step of its own.
+func TestViolationNamesAnUnprintedStep(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want string // the step read, "" for none
+	}{
+		{"   ^ violation: w2.Begin() blocked for 2s: ...", "w2.Begin()"},
+		{"   ^ violation: w1.Retry(e1, gen=1) [2/2] failed: ERROR: ...", "w1.Retry(e1, gen=1) [2/2]"},
+		{"   ^ violation: w1.Retry(e1, gen=1) [2/2] -> applied: stale owner's retry applied", ""},
+		{"   ^ violation: w1.Claim() -> empty: claim returned nothing while e1 is claimable", ""},
+		{"   ^ violation: w1.Claim(): the worker has 2 database connections", ""},
+		{"   ^ violation: after the drain e1 is READY: an event never reached SENT (stranded row)", ""},
+	} {
+		op, ok := unloggedOp(strings.TrimSpace(c.line))
+		got := ""
+		if ok {
+			got = op.String()
+		}
+		if got != c.want || NamesUnprintedStep(c.line) != (c.want != "") {
+			t.Errorf("%q reads as step %q (NamesUnprintedStep %v), want %q", c.line, got, NamesUnprintedStep(c.line), c.want)
+		}
+	}
+}

@@ -239,7 +239,9 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 	r.traceOutcome(got, allowed)
 	line := prefix + r.shownStep(op, got)
 	if !strings.HasPrefix(strings.TrimSpace(prefix), strings.TrimSpace(thenPrefix)) {
-		// (A waiting step's end is its holder's step's doing, not a step.)
+		// A waiting step's end, its "then" line, is judged here too; it is
+		// not a step of the program (the holder's step ends it again in a
+		// replay), as ParseProgram skips its line.
 		r.recordStep(r.shownOp(op), r.shownOutcome(got), r.fault)
 	}
 	if len(next) == 0 {

@@ -137,7 +137,7 @@ func readPrinted(path, text string) (Counterexample, error) {
 			drained = true
 		case !drained && len(l) > 4 && l[3] == '.':
 			c.StepLines = append(c.StepLines, i+1)
-		case !drained && unloggedStep(t):
+		case !drained && machine.NamesUnprintedStep(t):
 			c.StepLines = append(c.StepLines, i+1)
 		}
 	}
@@ -153,12 +153,3 @@ func readPrinted(path, text string) (Counterexample, error) {
 	return c, nil
 }
 
-// unloggedStep reports whether a violation line names a step that failed
-// before its line was printed ("^ violation: w2.Begin() blocked ..."),
-// which machine.ParseProgram reads as a step; a printed step's violation
-// repeats it with its outcome ("w1.Claim() -> empty: ...").
-func unloggedStep(line string) bool {
-	text, ok := strings.CutPrefix(line, "^ violation: ")
-	i := strings.Index(text, ") ")
-	return ok && i >= 0 && !strings.HasPrefix(text[i+1:], " -> ")
-}
