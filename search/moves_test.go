@@ -307,3 +307,27 @@ setup: 2 workers (w1 w2), events e1
 		t.Errorf("%d candidates from a program without faults, want none", n)
 	}
 }
+
+// TestFaultFree: one candidate takes out every fault at once, a step's and
+// a server's; a program without any has none.
+func TestFaultFree(t *testing.T) {
+	p := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> unknown   // request_lost, ambiguous: applied or not, decided by the next read
+  2. Restart() -> ok
+  3. w2.Claim() -> claimed e1 gen=1
+  4. w2.Complete(e1, gen=1) -> unknown   // reply_lost, ambiguous: applied or not, decided by the next read
+  5. w1.Claim() -> empty`)
+	q, ok := faultFree(p)
+	if !ok || len(q.Steps) != 4 || faults(q) != 0 || !simplerThan(q, p) {
+		t.Fatalf("faultFree:\n%s\nwant the four steps without the restart and without a fault", q)
+	}
+	for _, s := range q.Steps {
+		if serverFault(s.Op.Kind) {
+			t.Errorf("a server fault's step is left: %v", s.Op)
+		}
+	}
+	if _, ok := faultFree(q); ok {
+		t.Errorf("a program without faults has a fault-free candidate")
+	}
+}
