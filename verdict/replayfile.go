@@ -152,4 +152,3 @@ func readPrinted(path, text string) (Counterexample, error) {
 	c.Program = p
 	return c, nil
 }
-
