@@ -29,15 +29,7 @@ var clockProgram = []string{
 // the rows read after it, is what the clock explains there.
 func TestLeaseRunOutByTheClockPasses(t *testing.T) {
 	h := harness(t, "testdata/clock/slow_first_attempt.sql", mutantConfig())
-	p, err := machine.ParseProgram(clockProgram)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := h.Replay(p)
-	printed := strings.Join(h.Program(), "\n")
-	if err != nil || v != nil {
-		t.Fatalf("replay: violation %v, err %v\n%s", v, err, printed)
-	}
+	printed := replayToAPass(t, h, clockProgram)
 	if !strings.Contains(printed, "by the clock, a lease may have run out (e1's granted") {
 		t.Errorf("the program does not say the clock ran e1's lease out:\n%s", printed)
 	}
@@ -45,19 +37,11 @@ func TestLeaseRunOutByTheClockPasses(t *testing.T) {
 		t.Errorf("the owner's complete after its lease ran out was not refused, or not replayed:\n%s", printed)
 	}
 
-	p, err = machine.ParseProgram([]string{
+	printed = replayToAPass(t, h, []string{
 		"setup: 1 workers (w1), events e1",
 		"  1. w1.Claim() -> claimed e1 gen=1",
 		"  2. w1.Complete(e1, gen=1) -> rejected",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err = h.Replay(p)
-	printed = strings.Join(h.Program(), "\n")
-	if err != nil || v != nil {
-		t.Fatalf("replay: violation %v, err %v\n%s", v, err, printed)
-	}
 	if !strings.Contains(printed, "2. w1.Complete(e1, gen=1) -> rejected\n     # the declared lease is 1s: by the clock, a lease may have run out (e1's granted") {
 		t.Errorf("the complete's refusal is not laid to the clock:\n%s", printed)
 	}
@@ -85,4 +69,20 @@ func TestLeaseShortOfTheDeclaredIsNotTheClocks(t *testing.T) {
 	if want := "claim granted less than the declared lease"; v.Rule != want || !strings.Contains(v.Detail, "e1's lease has run out") {
 		t.Errorf("rule %q (%s), want %q for e1\n%s", v.Rule, v.Detail, want, printed)
 	}
+}
+
+// replayToAPass replays a printed program on h, fails the test unless it
+// replays without a violation, and returns the program as replayed.
+func replayToAPass(t *testing.T, h *machine.Harness, program []string) string {
+	t.Helper()
+	p, err := machine.ParseProgram(program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := h.Replay(p)
+	printed := strings.Join(h.Program(), "\n")
+	if err != nil || v != nil {
+		t.Fatalf("replay: violation %v, err %v\n%s", v, err, printed)
+	}
+	return printed
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/machine"
-	"github.com/outboxlab/outboxlab/model"
 )
 
 // A fault the failure does not need must not stay in its counterexample:
@@ -41,11 +40,7 @@ func writingFaultsTable() []uint64 {
 func faultsKept(p machine.Program) int {
 	n := 0
 	for _, s := range p.Steps {
-		switch {
-		case s.Fault != "":
-			n++
-		case s.Op.Kind == model.Restart, s.Op.Kind == model.Crash, s.Op.Kind == model.Failover,
-			s.Op.Kind == model.Flush, s.Op.Kind == model.Stall:
+		if s.Fault != "" || s.Op.Kind.ServerFault() {
 			n++
 		}
 	}

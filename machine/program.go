@@ -111,11 +111,16 @@ func ParseProgram(lines []string) (Program, error) {
 func stepFault(comment string) (string, error) {
 	note := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(comment), "//"))
 	name, _, _ := strings.Cut(note, ",")
-	switch name {
-	case ActRequestLost, ActReplyLost, ActStuckCommit:
+	if stepFaultName(name) {
 		return name, nil
 	}
 	return "", nil
+}
+
+// stepFaultName reports whether name is a fault that hits a step and a
+// replay injects again at it: a lost request or reply, a stuck commit.
+func stepFaultName(name string) bool {
+	return name == ActRequestLost || name == ActReplyLost || name == ActStuckCommit
 }
 
 // ambiguousNote is the comment the machine prints after a step whose

@@ -45,10 +45,7 @@ func (r *run) recordStep(op model.Op, out model.Outcome, fault string) {
 	if r.draining {
 		return
 	}
-	switch {
-	case out.Kind != model.Unknown:
-		fault = ""
-	case fault != ActRequestLost && fault != ActReplyLost && fault != ActStuckCommit:
+	if out.Kind != model.Unknown || !stepFaultName(fault) {
 		fault = ""
 	}
 	r.h.mu.Lock()

@@ -133,7 +133,7 @@ func (r *run) canReplayFault(fault string) error {
 		return fmt.Errorf("a step waits or a split is open: no %s until it ends", fault)
 	case fault == ActStuckCommit && (r.h.Faults.ServerFault() != pgserver.FaultFailover || r.h.Faults.Rewinds()):
 		return fmt.Errorf("a %s needs a synchronous standby to fail over to", fault)
-	case fault != ActRequestLost && fault != ActReplyLost && fault != ActStuckCommit:
+	case !stepFaultName(fault):
 		return fmt.Errorf("no fault %q", fault)
 	}
 	return nil

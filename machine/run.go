@@ -238,7 +238,7 @@ func (r *run) judge(op model.Op, got model.Outcome, prefix string) ([]model.Stat
 	r.noteGrants(op, got)
 	r.traceOutcome(got, allowed)
 	line := prefix + r.shownStep(op, got)
-	if !strings.HasPrefix(strings.TrimSpace(prefix), strings.TrimSpace(thenPrefix)) {
+	if prefix != thenLine {
 		// A waiting step's end, its "then" line, is judged here too; it is
 		// not a step of the program (the holder's step ends it again in a
 		// replay), as ParseProgram skips its line.

@@ -39,6 +39,9 @@ import (
 // (replaying the holder's step ends the wait again).
 const thenPrefix = "then "
 
+// thenLine is the prefix judge gets for a waiting step's end.
+const thenLine = "     " + thenPrefix
+
 // mayWaitNow reports whether a waiting step may be drawn or replayed now.
 func (r *run) mayWaitNow() bool {
 	return !r.h.Cfg.NoWaitingSteps && r.waiting == nil && r.split == nil && !r.faultPending && !r.draining
@@ -290,7 +293,7 @@ func (r *run) finishWait(holderOp model.Op, next []model.State) {
 	r.h.timed(func() { resp, err = r.h.pool.Get(waiterOf(op)).AwaitWaiting() })
 	resp, unknown := r.answer(waiterOf(op), op, resp, err, false)
 	got := r.waitOutcome(op, resp, unknown)
-	next, got = r.judge(op, got, "     "+thenPrefix)
+	next, got = r.judge(op, got, thenLine)
 	r.observe(op, got, next...)
 }
 

@@ -48,3 +48,14 @@ func (s State) lost(c Claim) bool {
 
 // Rewinds reports whether op's kind may lose acknowledged commits.
 func (k Kind) Rewinds() bool { return k == Crash || k == Failover }
+
+// ServerFault reports whether op's kind is a fault of the server: a
+// restart, crash or failover, or the flush or stall that sets the point
+// a crash or failover goes back to.
+func (k Kind) ServerFault() bool {
+	switch k {
+	case Restart, Crash, Failover, Flush, Stall:
+		return true
+	}
+	return false
+}

@@ -323,7 +323,7 @@ setup: 2 workers (w1 w2), events e1
 		t.Fatalf("faultFree:\n%s\nwant the four steps without the restart and without a fault", q)
 	}
 	for _, s := range q.Steps {
-		if serverFault(s.Op.Kind) {
+		if s.Op.Kind.ServerFault() {
 			t.Errorf("a server fault's step is left: %v", s.Op)
 		}
 	}

@@ -198,7 +198,7 @@ func faults(p Program) int {
 func faultFree(p Program) (Program, bool) {
 	var steps []Step
 	for _, s := range p.Steps {
-		if serverFault(s.Op.Kind) {
+		if s.Op.Kind.ServerFault() {
 			continue
 		}
 		s.Fault = ""
@@ -208,15 +208,6 @@ func faultFree(p Program) (Program, bool) {
 		return p, false
 	}
 	return Program{Workers: p.Workers, Events: p.Events, Steps: steps}, true
-}
-
-// serverFault reports whether a step of kind k is a server's fault.
-func serverFault(k model.Kind) bool {
-	switch k {
-	case model.Restart, model.Crash, model.Failover, model.Flush, model.Stall:
-		return true
-	}
-	return false
 }
 
 // withoutFaults are p with one step's fault taken out, for each step a

@@ -1,10 +1,6 @@
 package search
 
-import (
-	"slices"
-
-	"github.com/outboxlab/outboxlab/model"
-)
+import "slices"
 
 // tails are the candidates made of a program's last 4, 8, 16, ... steps,
 // the shortest first, for a program with a rewind (a Crash() or
@@ -23,7 +19,7 @@ import (
 // they had: their replays are cheap, and their printed counterexamples
 // are pinned in the docs.
 func tails(p Program) []Program {
-	if !slices.ContainsFunc(p.Steps, func(s Step) bool { return rewinds(s.Op.Kind) }) {
+	if !slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Op.Kind.Rewinds() }) {
 		return nil
 	}
 	var out []Program
@@ -32,7 +28,3 @@ func tails(p Program) []Program {
 	}
 	return out
 }
-
-// rewinds reports whether a step of kind k is a server fault that may
-// lose acknowledged commits.
-func rewinds(k model.Kind) bool { return k == model.Crash || k == model.Failover }
