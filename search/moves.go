@@ -255,8 +255,10 @@ func txEnd(p Program, i int) int {
 // structural are the candidates of the moves above: every worker and
 // every event taken out with its steps, the first enqueue made part of
 // the setup, every claim transaction taken out, every committed claim
-// taken out with its outcomes, every retry made due again and every pair
-// of Ages of one row made an expiry.
+// taken out with its outcomes, every retry made due again, every pair
+// of Ages of one row made an expiry, every split step made whole, every
+// worker's steps given to another, every step given to another worker,
+// and every pair of steps apart taken out.
 func (h Searcher) structural(p Program) []Program {
 	var out []Program
 	for _, w := range p.Workers {
@@ -275,7 +277,11 @@ func (h Searcher) structural(p Program) []Program {
 	out = append(out, withoutTransactions(p)...)
 	out = append(out, withoutClaims(p)...)
 	out = append(out, withExpiresForRetries(p)...)
-	return append(out, withExpiresForAges(p)...)
+	out = append(out, withExpiresForAges(p)...)
+	out = append(out, withSplitsWhole(p)...)
+	out = append(out, withWorkersMerged(p)...)
+	out = append(out, withStepsGiven(p)...)
+	return append(out, withoutPairs(p)...)
 }
 
 // allEvents are the setup's events and those the steps enqueue, in order.
@@ -287,4 +293,122 @@ func allEvents(p Program) []string {
 		}
 	}
 	return events
+}
+
+// withWorkersMerged are p with every step of one worker given to another
+// of a lower number, for each such pair: one process doing what two did.
+// A program found with two workers often needs only one ("w1.Claim;
+// Expire; w2.Claim; w2.Complete; w1.Complete -> applied" breaks "complete
+// applied to a SENT row", which "w1.Claim; w1.Complete; w1.Complete"
+// breaks too), and no move above reaches it: a swap renames both workers,
+// and taking out either's steps loses the claim the other's outcome
+// follows. Merged, the outcomes follow the worker's latest claim of the
+// row (a rebinding replay), and delta debugging can then take out the
+// steps the merge made idle.
+func withWorkersMerged(p Program) []Program {
+	var out []Program
+	for j := len(p.Workers) - 1; j > 0; j-- {
+		for i := 0; i < j; i++ {
+			to, from := p.Workers[i], p.Workers[j]
+			c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Clone(p.Steps)}
+			moved := false
+			for k := range c.Steps {
+				if c.Steps[k].Op.Worker == from {
+					c.Steps[k].Op.Worker, moved = to, true
+				}
+			}
+			if moved {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// withStepsGiven are p with one step given to a worker of a lower number,
+// for each step and each such worker, last step first. A late outcome
+// found as another worker's ("w2.Complete(e1, gen=2)" after w1's claim
+// and an expiry) may be the rule broken by one worker alone, while the
+// rest of the other worker's steps must stay where they are; merging
+// whole workers moves too much, a swap renames too much.
+func withStepsGiven(p Program) []Program {
+	var out []Program
+	for k := len(p.Steps) - 1; k >= 0; k-- {
+		from := nameNumber(p.Steps[k].Op.Worker)
+		for i := 0; i < from-1 && i < len(p.Workers); i++ {
+			c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Clone(p.Steps)}
+			c.Steps[k].Op.Worker = p.Workers[i]
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// withSplitsWhole are p with one split step's parts made the whole step,
+// once where its last part was (at the program's end when the drain ran
+// its last part) and once where its first was: the section run in one go.
+// A failure found through a split claim is often a failure of any claim
+// ("claim took e1 past its attempt budget" needs a fourth claim, not a
+// split one), and the parts go only together: a last part without its
+// first is not replayable, a first without its last leaves the section
+// open into the drain, which ends it there.
+func withSplitsWhole(p Program) []Program {
+	var out []Program
+	for i, s := range p.Steps {
+		if !s.Op.Part.First() || s.Op.Part.Upto != 1 {
+			continue
+		}
+		parts := []int{i} // the section's parts in the program, in order
+		for j := i + 1; j < len(p.Steps); j++ {
+			t := p.Steps[j].Op
+			if t.Kind == s.Op.Kind && t.Holder() == s.Op.Holder() && t.Part.Of == s.Op.Part.Of {
+				parts = append(parts, j)
+				if t.Part.Last() {
+					break
+				}
+			}
+		}
+		last := p.Steps[parts[len(parts)-1]]
+		whole := Step{Op: last.Op.Whole(), Out: last.Out}
+		at := len(p.Steps) // the drain ran the last part
+		if last.Op.Part.Last() {
+			at = parts[len(parts)-1]
+		}
+		for _, at := range []int{at, i} {
+			var steps []Step
+			for k, t := range p.Steps {
+				if k == at {
+					steps = append(steps, whole)
+				}
+				if !slices.Contains(parts, k) {
+					steps = append(steps, t)
+				}
+			}
+			if at == len(p.Steps) {
+				steps = append(steps, whole)
+			}
+			out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: steps})
+		}
+	}
+	return out
+}
+
+// withoutPairs are p with two steps taken out, for each pair that is not
+// next to each other, while p is short enough for its square to be cheap:
+// delta debugging takes out one step or a run of neighbours, and a failure
+// often keeps a pair that only goes together (a fixture and the claim it
+// made possible, with the steps that need neither in between).
+func withoutPairs(p Program) []Program {
+	const most = 16
+	if len(p.Steps) > most {
+		return nil
+	}
+	var out []Program
+	for j := len(p.Steps) - 1; j > 1; j-- {
+		for i := j - 2; i >= 0; i-- {
+			steps := slices.Delete(slices.Clone(p.Steps), j, j+1)
+			out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(steps, i, i+1)})
+		}
+	}
+	return out
 }

@@ -38,7 +38,11 @@ func (h Searcher) Minimize(c Catch, budget time.Duration) Catch {
 		if i < len(kept)-1 && time.Since(start) > 2*budget {
 			break
 		}
-		if v := h.confirm(kept[i], c.Failure.Rule); v != nil {
+		v := h.confirm(kept[i], c.Failure.Rule)
+		if os.Getenv("SHRINK_TRACE") != "" {
+			fmt.Fprintf(os.Stderr, "confirm %d steps -> %v\n", len(kept[i].Steps), v != nil)
+		}
+		if v != nil {
 			c.Program, c.Recorded, c.Failure = h.Program(), h.Recorded(), v
 			c.Total += time.Since(start)
 			return c
@@ -104,14 +108,14 @@ func (h Searcher) shrink(p Program, rule string, deadline time.Time) []Program {
 			v, err := replay(c)
 			if os.Getenv("SHRINK_TRACE") != "" {
 				fmt.Fprintf(os.Stderr, "replay %d steps -> %v %v in %v\n", len(c.Steps), v != nil && SameRule(v.Rule, rule), err, time.Since(t0).Round(time.Millisecond))
+				if os.Getenv("SHRINK_TRACE") == "2" {
+					fmt.Fprintf(os.Stderr, "%s\n%v\n", c, v)
+				}
 			}
 			if err != nil || v == nil || !SameRule(v.Rule, rule) {
 				return false
 			}
-			if ran := h.Recorded(); !simplerThan(c, ran) {
-				c = ran
-			}
-			kept = append(kept, c)
+			kept = append(kept, keptForm(c, h.Recorded()))
 			return true
 		}
 	}
@@ -126,7 +130,7 @@ func (h Searcher) shrink(p Program, rule string, deadline time.Time) []Program {
 		p = kept[len(kept)-1]
 	}
 	for time.Now().Before(deadline) {
-		n := len(kept)
+		before, n := p, len(kept)
 		ddmin(p.Steps, func(steps []Step) bool {
 			return fails(Program{Workers: p.Workers, Events: p.Events, Steps: steps})
 		})
@@ -138,8 +142,27 @@ func (h Searcher) shrink(p Program, rule string, deadline time.Time) []Program {
 			break
 		}
 		p = kept[len(kept)-1]
+		if !simplerThan(p, before) {
+			// A candidate simpler only in its names that ran under
+			// others: nothing gained, and trying again would find it again.
+			break
+		}
 	}
 	return kept
+}
+
+// keptForm is the form of a failing candidate c that the shrinking keeps:
+// the program as its replay ran (ran), whose outcomes are what the
+// protocol returned and whose names are what the rebinding made them,
+// unless the replay made it longer. Kept with the candidate's own
+// outcomes, a claim recorded as taking e1 that took e2 misleads the
+// moves that find an event's steps by their outcomes, and the strict
+// replay that confirms the result fails on it.
+func keptForm(c, ran Program) Program {
+	if longerThan(ran, c) {
+		return c
+	}
+	return ran
 }
 
 var eventNames = regexp.MustCompile(`\be[0-9]+\b`)
@@ -163,13 +186,30 @@ func firstFailing(p Program, cands []Program, fails func(Program) bool) (Program
 }
 
 // simplerThan orders programs by steps, then the faults that hit them,
-// then workers, then events, then how far down the name lists the steps
-// reach; every candidate must be simpler than the program it came from,
-// so shrinking ends.
+// then the split parts among the steps (a section run in parts is
+// harder to read than one run whole, and its open part costs the drain a
+// step), then workers, then events, then how far down the name lists the
+// steps reach; every candidate must be simpler than the program it came
+// from, so shrinking ends.
 func simplerThan(p Program, q Program) bool {
-	a := []int{len(p.Steps), faults(p), len(p.Workers), len(p.Events), nameRank(p)}
-	b := []int{len(q.Steps), faults(q), len(q.Workers), len(q.Events), nameRank(q)}
-	return slices.Compare(a, b) < 0
+	return slices.Compare(size(p), size(q)) < 0
+}
+
+// longerThan compares programs as simplerThan does, without the names.
+func longerThan(p, q Program) bool {
+	a, b := size(p), size(q)
+	return slices.Compare(a[:len(a)-1], b[:len(b)-1]) > 0
+}
+
+// size is what simplerThan compares, most telling first; the names last.
+func size(p Program) []int {
+	parts := 0
+	for _, s := range p.Steps {
+		if s.Op.Part.Of > 0 {
+			parts++
+		}
+	}
+	return []int{len(p.Steps), faults(p), parts, len(p.Workers), len(p.Events), nameRank(p)}
 }
 
 // faults is how many of p's steps a fault hit (a lost request or reply, a
