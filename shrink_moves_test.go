@@ -33,6 +33,16 @@ func TestShrinkReachesTheMinimum(t *testing.T) {
 			rule: "complete applied to a SENT row", most: 3,
 		},
 		{
+			// A stale complete shown through a waiting step, where the
+			// expiry alone shows it with nothing left for the drain.
+			name: "expiring begin made an expiry", mutant: "complete_applied_always_true",
+			program: `setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. w2.Begin(expire e1) -> claimed e1 gen=2
+  3. w1.Complete(e1, gen=1) -> waiting on w2`,
+			rule: "stale owner's complete applied", most: 3,
+		},
+		{
 			// A fourth claim, found as a split one whose last part the
 			// drain ran.
 			name: "split made whole", mutant: "attempts_by_retry_only",

@@ -256,7 +256,8 @@ func txEnd(p Program, i int) int {
 // every event taken out with its steps, the first enqueue made part of
 // the setup, every claim transaction taken out, every committed claim
 // taken out with its outcomes, every retry made due again, every pair
-// of Ages of one row made an expiry, every split step made whole, every
+// of Ages of one row made an expiry, every Begin(expire e) made an
+// Expire(e), every split step made whole, every
 // worker's steps given to another, every step given to another worker,
 // and every pair of steps apart taken out.
 func (h Searcher) structural(p Program) []Program {
@@ -278,6 +279,7 @@ func (h Searcher) structural(p Program) []Program {
 	out = append(out, withoutClaims(p)...)
 	out = append(out, withExpiresForRetries(p)...)
 	out = append(out, withExpiresForAges(p)...)
+	out = append(out, withExpiresForExpiringBegins(p)...)
 	out = append(out, withSplitsWhole(p)...)
 	out = append(out, withWorkersMerged(p)...)
 	out = append(out, withStepsGiven(p)...)
@@ -409,6 +411,28 @@ func withoutPairs(p Program) []Program {
 			steps := slices.Delete(slices.Clone(p.Steps), j, j+1)
 			out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(steps, i, i+1)})
 		}
+	}
+	return out
+}
+
+// withExpiresForExpiringBegins are p with one Begin(expire e) made an
+// Expire(e), and its transaction's Commit or Rollback taken out. The
+// expiring Begin is how a reclaim gets in under a waiting outcome; a
+// stale outcome it shows ("stale owner's complete applied") is often
+// shown as well by the expiry alone, in a program whose drain has no
+// transaction to end.
+func withExpiresForExpiringBegins(p Program) []Program {
+	var out []Program
+	for i, s := range p.Steps {
+		if s.Op.Kind != model.Begin || s.Op.Event == "" {
+			continue
+		}
+		steps := slices.Clone(p.Steps)
+		steps[i] = Step{Op: model.Op{Kind: model.Expire, Event: s.Op.Event}, Out: model.Outcome{Kind: model.OK}}
+		if j := txEnd(p, i); j >= 0 {
+			steps = slices.Delete(steps, j, j+1)
+		}
+		out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: steps})
 	}
 	return out
 }

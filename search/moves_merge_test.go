@@ -171,3 +171,26 @@ setup: 2 workers (w1 w2), events e1 e2
 		t.Errorf("kept the longer run\n%s", got)
 	}
 }
+
+// complete_applied_always_true's faults-on shrinking once stopped at a
+// stale complete shown through a waiting step, one drain step longer than
+// the expiry alone shows it.
+func TestWithExpiresForExpiringBegins(t *testing.T) {
+	p := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. w2.Begin(expire e1) -> claimed e1 gen=2
+  3. w1.Complete(e1, gen=1) -> waiting on w2`)
+	c := withExpiresForExpiringBegins(p)
+	if len(c) != 1 {
+		t.Fatalf("%d candidates, want 1", len(c))
+	}
+	want(t, p, c[0], true, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. w1.Complete(e1, gen=1) -> waiting on w2`)
+	if unfinished(p) != 1 || unfinished(c[0]) != 0 {
+		t.Errorf("unfinished: %d and %d, want 1 (the open Begin) and 0", unfinished(p), unfinished(c[0]))
+	}
+}

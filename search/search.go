@@ -1,8 +1,6 @@
 package search
 
 import (
-	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/outboxlab/outboxlab/pgserver"
@@ -70,17 +68,16 @@ func (h Searcher) keepSearch(found, shrunk Catch) Catch {
 	return shrunk
 }
 
-var seedInReport = regexp.MustCompile(`-rapid\.seed=(\d+)`)
-
-// FailingSeed is the seed rapid reported for the failing check: from it,
-// the first check fails (the reproduce line's `check --checks 1 --seed`).
-// base when rapid reported none. rapid gives the seed of a failing check
-// only in its report; the search needs none, since the counterexample is
-// a value (Catch.Recorded), replayed and shrunk without it.
-func (c Catch) FailingSeed(base uint64) uint64 {
-	if m := seedInReport.FindStringSubmatch(c.Report); m != nil {
-		seed, _ := strconv.ParseUint(m[1], 10, 64)
-		return seed
+// FailingSeed is the seed of the failing check c found: from it, that
+// check runs alone (the reproduce line's `check --checks 1 --seed`). A
+// shard's check has its own seed (h.Seeds); in a whole run from base,
+// check i runs from SeedOfCheck(base, i), the seed rapid derives for it
+// (TestShardsSplitTheSeeds holds the derivation to what rapid does, and
+// TestFailingSeedIsRapids to the seed its report names).
+func (h Searcher) FailingSeed(c Catch, base uint64) uint64 {
+	i := max(c.Checks-1, 0)
+	if h.Seeds != nil {
+		return h.Seeds[min(i, len(h.Seeds)-1)]
 	}
-	return base
+	return SeedOfCheck(base, i)
 }

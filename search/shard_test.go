@@ -3,6 +3,7 @@ package search
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -119,5 +120,54 @@ func TestShardRanges(t *testing.T) {
 	}
 	if _, err := (Shard{K: 3, N: 4}).Seeds(1, 2); err == nil {
 		t.Error("shard 3/4 of 2 checks: no error for an empty shard")
+	}
+}
+
+// TestFailingSeedIsRapids: the seed FailingSeed computes for the failing
+// check is the one rapid's own report names for it, and from it alone the
+// check fails again at once.
+func TestFailingSeedIsRapids(t *testing.T) {
+	const base, checks = 4721420954342791, 12
+	draws := wholeRunDraws(t, base, checks)
+	tried := 0
+	for _, k := range []int{1, 2, 7, 9, checks} {
+		bad := draws[k-1]
+		if slices.Contains(draws[:k-1], bad) {
+			continue // rapid's small values come back: an earlier check would fail first
+		}
+		tried++
+		run := 0
+		failing := func(t *rapid.T) {
+			run++
+			if rapid.Uint64().Draw(t, "x") == bad {
+				t.Fatalf("check %d drew the bad value", run)
+			}
+		}
+		tb := NewRecordingTB("failing")
+		budget := checks
+		if testing.Short() {
+			budget *= 5 // rapid divides by 5 under -short
+		}
+		tb.Flags = map[string]string{"rapid.seed": strconv.FormatUint(base, 10), "rapid.checks": strconv.Itoa(budget), "rapid.shrinktime": "0s", "rapid.nofailfile": "true"}
+		if tb.RunProperty(failing) {
+			t.Fatalf("k=%d: the property passed", k)
+		}
+		got := Searcher{}.FailingSeed(Catch{Checks: k}, base)
+		if want := "-rapid.seed=" + strconv.FormatUint(got, 10); !strings.Contains(tb.Errors(), want) {
+			t.Fatalf("k=%d: FailingSeed gave %d; rapid's report names another:\n%s", k, got, tb.Errors())
+		}
+		alone := NewRecordingTB("alone")
+		alone.Flags = map[string]string{"rapid.seed": strconv.FormatUint(got, 10), "rapid.checks": OneCheck(), "rapid.shrinktime": "0s", "rapid.nofailfile": "true"}
+		run = 0
+		if alone.RunProperty(failing) || run < 1 {
+			t.Fatalf("k=%d: the check from seed %d alone passed", k, got)
+		}
+	}
+	if tried < 3 {
+		t.Fatalf("only %d failing checks had a first draw of their own: %v", tried, draws)
+	}
+	seeds := []uint64{11, 22, 33}
+	if got := (Searcher{Seeds: seeds}).FailingSeed(Catch{Checks: 2}, base); got != 22 {
+		t.Errorf("a shard's second check failed: FailingSeed %d, want its seed 22", got)
 	}
 }

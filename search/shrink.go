@@ -186,9 +186,10 @@ func firstFailing(p Program, cands []Program, fails func(Program) bool) (Program
 }
 
 // simplerThan orders programs by steps, then the faults that hit them,
-// then the split parts among the steps (a section run in parts is
-// harder to read than one run whole, and its open part costs the drain a
-// step), then workers, then events, then how far down the name lists the
+// then what the program leaves for the drain to finish (an open claim
+// transaction, a split section's open part: each costs the drain a
+// step), then the split parts among the steps (a section run in parts is
+// harder to read than one run whole), then workers, then events, then how far down the name lists the
 // steps reach; every candidate must be simpler than the program it came
 // from, so shrinking ends.
 func simplerThan(p Program, q Program) bool {
@@ -209,7 +210,30 @@ func size(p Program) []int {
 			parts++
 		}
 	}
-	return []int{len(p.Steps), faults(p), parts, len(p.Workers), len(p.Events), nameRank(p)}
+	return []int{len(p.Steps), faults(p), unfinished(p), parts, len(p.Workers), len(p.Events), nameRank(p)}
+}
+
+// unfinished counts the claim transactions p leaves open and the split
+// sections whose last part it leaves to the drain.
+func unfinished(p Program) int {
+	n := 0
+	for i, s := range p.Steps {
+		switch {
+		case s.Op.Kind == model.Begin:
+			if txEnd(p, i) < 0 && !slices.ContainsFunc(p.Steps[i+1:], func(t Step) bool {
+				return t.Op.Kind == model.Kill && t.Op.Worker == s.Op.Worker
+			}) {
+				n++
+			}
+		case s.Op.Part.First() && s.Op.Part.Upto == 1:
+			if !slices.ContainsFunc(p.Steps[i+1:], func(t Step) bool {
+				return t.Op.Kind == s.Op.Kind && t.Op.Holder() == s.Op.Holder() && t.Op.Part.Last()
+			}) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // faults is how many of p's steps a fault hit (a lost request or reply, a

@@ -95,7 +95,7 @@ func check(s search.Searcher, r Run, res Result) Result {
 		res.Counterexample = c.Program
 		res.CounterexampleSteps = c.Steps()
 		res.Checks = c.Checks
-		res.Reproduce = Reproduce(s.Inst.Proto, c.FailingSeed(r.Seed), r.Steps, r.Cfg, s.Srv.Topology)
+		res.Reproduce = Reproduce(s.Inst.Proto, s.FailingSeed(c, r.Seed), r.Steps, r.Cfg, s.Srv.Topology)
 		replayable(&res, s, r, programOf(c), 0)
 		if r.OnFailure != nil {
 			r.OnFailure(s.Harness, c, res)
