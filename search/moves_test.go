@@ -3,6 +3,8 @@ package search
 import (
 	"strings"
 	"testing"
+
+	"github.com/outboxlab/outboxlab/machine"
 )
 
 func mustParse(t *testing.T, text string) Program {
@@ -329,5 +331,14 @@ setup: 2 workers (w1 w2), events e1
 	}
 	if _, ok := faultFree(q); ok {
 		t.Errorf("a program without faults has a fault-free candidate")
+	}
+	// Tried again each round, first: after delta debugging a program may
+	// need none of the faults it needed before.
+	h := Searcher{Harness: &machine.Harness{Cfg: machine.Default()}}
+	if c := h.simpler(p); len(c) == 0 || c[0].String() != q.String() {
+		t.Errorf("the first of simpler's candidates is not the fault-free program")
+	}
+	if c := h.simpler(q); len(c) > 0 && c[0].String() == q.String() {
+		t.Errorf("a program without faults offered itself")
 	}
 }

@@ -304,9 +304,15 @@ func nameNumber(name string) int {
 	return n
 }
 
-// simpler lists the candidates other than fewer steps, simplest first.
+// simpler lists the candidates other than fewer steps, simplest first:
+// every fault out at once (a program that needed one of its faults before
+// delta debugging took steps out may need none after), then each alone.
 func (h Searcher) simpler(p Program) []Program {
-	out := withoutFaults(p)
+	var out []Program
+	if q, ok := faultFree(p); ok {
+		out = append(out, q)
+	}
+	out = append(out, withoutFaults(p)...)
 	if len(p.Workers) > h.Cfg.MinWorkers {
 		out = append(out, Program{Workers: p.Workers[:len(p.Workers)-1], Events: p.Events, Steps: p.Steps})
 	}
