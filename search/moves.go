@@ -207,12 +207,36 @@ func withExpiresForRetries(p Program) []Program {
 }
 
 // withExpiresForAges are p with an Age and the next Age of the same row
-// made a single Expire where the first was: two Ages take 120% of the
-// declared lease, which a lease of the declared length does not outlive,
-// so a stale outcome found behind "Age; Age" needs only the expiry. The
-// Age that shows a short lease stays: one Age alone is never replaced.
+// made a single Expire, where the first was and where the second was: two
+// Ages take 120% of the declared lease, which a lease of the declared
+// length does not outlive, so a stale outcome found behind "Age; Age"
+// needs only the expiry. The lease may have to stay live until the second
+// ("Age; w1.Retry(e1) [1/2]; Age": the split's first part reads a live
+// lease, and the expiry must come after it). The Age that shows a short
+// lease stays: one Age alone is never replaced.
 func withExpiresForAges(p Program) []Program {
-	return pairsAsExpire(p, func(s Step) bool { return s.Op.Kind == model.Age }, model.Age)
+	isAge := func(s Step) bool { return s.Op.Kind == model.Age }
+	return append(pairsAsExpire(p, isAge, model.Age), pairsAsLateExpire(p, isAge, model.Age)...)
+}
+
+// pairsAsLateExpire is pairsAsExpire with the Expire where the second
+// step was.
+func pairsAsLateExpire(p Program, first func(Step) bool, second model.Kind) []Program {
+	var out []Program
+	for i, s := range p.Steps {
+		if !first(s) {
+			continue
+		}
+		j := slices.IndexFunc(p.Steps[i+1:], func(t Step) bool { return t.Op.Kind == second && t.Op.Event == s.Op.Event })
+		if j <= 0 {
+			continue // none, or next to the first: pairsAsExpire's candidate
+		}
+		c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Clone(p.Steps)}
+		c.Steps[i+1+j] = Step{Op: model.Op{Kind: model.Expire, Event: s.Op.Event}, Out: model.Outcome{Kind: model.OK}}
+		c.Steps = slices.Delete(c.Steps, i, i+1)
+		out = append(out, c)
+	}
+	return out
 }
 
 // pairsAsExpire are p with each step that first accepts and the next step

@@ -275,6 +275,23 @@ setup: 2 workers (w1 w2), events e1
 	if cs := withExpiresForAges(single); len(cs) != 0 {
 		t.Errorf("a single Age was replaced: it may be what shows a short lease")
 	}
+	// A split's first part between the Ages must read the lease live:
+	// the expiry where the second Age was too.
+	split := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Age(e1) -> ok
+  3. w1.Retry(e1, gen=1) [1/2] -> ok
+  4. Age(e1) -> ok`)
+	cs = withExpiresForAges(split)
+	if len(cs) != 2 {
+		t.Fatalf("%d candidates, want two", len(cs))
+	}
+	want(t, split, cs[1], true, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. w1.Retry(e1, gen=1) [1/2] -> ok
+  3. Expire(e1) -> ok`)
 }
 
 // TestFaultsTakenOutOneAtATime: each faulted step gives a candidate
