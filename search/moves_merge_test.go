@@ -1,6 +1,10 @@
 package search
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/outboxlab/outboxlab/machine"
+)
 
 // The program complete_applied_always_true's faults-on shrinking once
 // stopped at: the rule is one worker's double complete, which only a
@@ -193,4 +197,31 @@ setup: 2 workers (w1 w2), events e1
 	if unfinished(p) != 1 || unfinished(c[0]) != 0 {
 		t.Errorf("unfinished: %d and %d, want 1 (the open Begin) and 0", unfinished(p), unfinished(c[0]))
 	}
+}
+
+// lenient_no_generation's faults-on shrinking once stopped at a claim
+// transaction left open for the drain, where an autocommit claim shows the
+// same stale complete without a waiting step.
+func TestOpenBeginMadeAClaim(t *testing.T) {
+	p := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. w2.Begin() -> claimed e1 gen=2
+  4. w1.Complete(e1, gen=1) -> waiting on w2`)
+	h := Searcher{Harness: &machine.Harness{Cfg: machine.Default()}}
+	wantText := `setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. w2.Claim() -> claimed e1 gen=2
+  4. w1.Complete(e1, gen=1) -> waiting on w2`
+	for _, c := range h.simpler(p) {
+		if c.String() == wantText {
+			if !simplerThan(c, p) {
+				t.Fatalf("the autocommit form is not simpler")
+			}
+			return
+		}
+	}
+	t.Fatalf("no candidate\n%s", wantText)
 }

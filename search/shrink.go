@@ -321,9 +321,10 @@ func (h Searcher) simpler(p Program) []Program {
 	}
 	out = append(out, h.structural(p)...)
 	for i, s := range p.Steps {
-		if s.Op.Kind != model.Begin {
+		if s.Op.Kind != model.Begin || s.Op.Event != "" {
 			continue
 		}
+		ended := false
 		for j := i + 1; j < len(p.Steps); j++ {
 			if o := p.Steps[j].Op; o.Worker == s.Op.Worker && (o.Kind == model.Commit || o.Kind == model.Rollback || o.Kind == model.Kill) {
 				if o.Kind == model.Commit {
@@ -331,8 +332,16 @@ func (h Searcher) simpler(p Program) []Program {
 					c[i].Op.Kind = model.ClaimOp
 					out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(c, j, j+1)})
 				}
+				ended = true
 				break
 			}
+		}
+		if !ended {
+			// Left open for the drain to commit: the autocommit claim
+			// leaves it nothing to end.
+			c := slices.Clone(p.Steps)
+			c[i].Op.Kind = model.ClaimOp
+			out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: c})
 		}
 	}
 	swaps := swaps(p)
