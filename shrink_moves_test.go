@@ -43,6 +43,18 @@ func TestShrinkReachesTheMinimum(t *testing.T) {
 			rule: "stale owner's complete applied", most: 3,
 		},
 		{
+			// The rescue of an expired lease, where the owner's retry
+			// does the same in one step.
+			name: "rescue made the owner's retry", mutant: "rescue_never_buries",
+			program: `setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. Rescue() -> ok
+  4. MakeDue(e1) -> ok
+  5. w1.Claim() -> claimed e1 gen=2`,
+			rule: "rescue left an exhausted event alive", most: 6,
+		},
+		{
 			// A fourth claim, found as a split one whose last part the
 			// drain ran.
 			name: "split made whole", mutant: "attempts_by_retry_only",
