@@ -23,7 +23,7 @@ func (r *run) rebound(op model.Op) model.Op {
 		return op
 	}
 	if op.Part.Of > 0 {
-		return op
+		return r.reboundPart(op)
 	}
 	claims := r.model().Claims
 	if r.claimOf(op).ID > 0 {
@@ -41,6 +41,24 @@ func (r *run) rebound(op model.Op) model.Op {
 		if op.Fence.Kind == model.ShowNone {
 			op.Fence.Nth = nth // the line names the worker's Nth claim: its latest now
 		}
+	}
+	return op
+}
+
+// reboundPart is rebound for a part of a split outcome: the first part
+// rebinds as the whole step would, and the last part follows the first
+// part's claim, which the open split holds. Take out the reclaim that a
+// program's split complete was sent under, and the split follows the
+// claim the worker holds now, as a whole complete would.
+func (r *run) reboundPart(op model.Op) model.Op {
+	switch {
+	case op.Kind == model.ClaimOp || op.Kind == model.Rescue:
+	case op.Part.First():
+		whole := r.rebound(op.Whole())
+		whole.Part = op.Part
+		return whole
+	case op.Part.Last() && r.split != nil && r.split.Kind == op.Kind && r.split.Worker == op.Worker && r.split.Event == op.Event:
+		op.Gen, op.Fence = r.split.Gen, r.split.Fence
 	}
 	return op
 }
