@@ -147,10 +147,15 @@ func withoutTransactions(p Program) []Program {
 		if j < 0 {
 			continue
 		}
-		steps := slices.Delete(slices.Clone(p.Steps), j, j+1)
-		out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(steps, i, i+1)})
+		out = append(out, withoutTwo(p, i, j))
 	}
 	return out
+}
+
+// withoutTwo is p without its steps i and j, i < j.
+func withoutTwo(p Program, i, j int) Program {
+	steps := slices.Delete(slices.Clone(p.Steps), j, j+1)
+	return Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(steps, i, i+1)}
 }
 
 // withoutClaims are p with one committed claim taken out: an autocommit
@@ -203,7 +208,7 @@ func withoutClaims(p Program) []Program {
 func withExpiresForRetries(p Program) []Program {
 	return pairsAsExpire(p,
 		func(s Step) bool { return s.Op.Kind == model.Retry && s.Out.Kind == model.Applied },
-		model.MakeDue)
+		model.MakeDue, false)
 }
 
 // withExpiresForAges are p with an Age and the next Age of the same row
@@ -216,44 +221,30 @@ func withExpiresForRetries(p Program) []Program {
 // lease stays: one Age alone is never replaced.
 func withExpiresForAges(p Program) []Program {
 	isAge := func(s Step) bool { return s.Op.Kind == model.Age }
-	return append(pairsAsExpire(p, isAge, model.Age), pairsAsLateExpire(p, isAge, model.Age)...)
-}
-
-// pairsAsLateExpire is pairsAsExpire with the Expire where the second
-// step was.
-func pairsAsLateExpire(p Program, first func(Step) bool, second model.Kind) []Program {
-	var out []Program
-	for i, s := range p.Steps {
-		if !first(s) {
-			continue
-		}
-		j := slices.IndexFunc(p.Steps[i+1:], func(t Step) bool { return t.Op.Kind == second && t.Op.Event == s.Op.Event })
-		if j <= 0 {
-			continue // none, or next to the first: pairsAsExpire's candidate
-		}
-		c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Clone(p.Steps)}
-		c.Steps[i+1+j] = Step{Op: model.Op{Kind: model.Expire, Event: s.Op.Event}, Out: model.Outcome{Kind: model.OK}}
-		c.Steps = slices.Delete(c.Steps, i, i+1)
-		out = append(out, c)
-	}
-	return out
+	return append(pairsAsExpire(p, isAge, model.Age, false), pairsAsExpire(p, isAge, model.Age, true)...)
 }
 
 // pairsAsExpire are p with each step that first accepts and the next step
 // of kind second on the same row made one Expire of that row, where the
-// first step was.
-func pairsAsExpire(p Program, first func(Step) bool, second model.Kind) []Program {
+// first step was, or with late where the second was (a pair of
+// neighbours only where the first was: the two are the same program).
+func pairsAsExpire(p Program, first func(Step) bool, second model.Kind, late bool) []Program {
 	var out []Program
 	for i, s := range p.Steps {
 		if !first(s) {
 			continue
 		}
 		j := slices.IndexFunc(p.Steps[i+1:], func(t Step) bool { return t.Op.Kind == second && t.Op.Event == s.Op.Event })
-		if j < 0 {
+		if j < 0 || late && j == 0 {
 			continue
 		}
-		c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(slices.Clone(p.Steps), i+1+j, i+2+j)}
-		c.Steps[i] = Step{Op: model.Op{Kind: model.Expire, Event: s.Op.Event}, Out: model.Outcome{Kind: model.OK}}
+		at, gone := i, i+1+j
+		if late {
+			at, gone = i+1+j, i
+		}
+		c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Clone(p.Steps)}
+		c.Steps[at] = Step{Op: model.Op{Kind: model.Expire, Event: s.Op.Event}, Out: model.Outcome{Kind: model.OK}}
+		c.Steps = slices.Delete(c.Steps, gone, gone+1)
 		out = append(out, c)
 	}
 	return out
@@ -433,8 +424,7 @@ func withoutPairs(p Program) []Program {
 	var out []Program
 	for j := len(p.Steps) - 1; j > 1; j-- {
 		for i := j - 2; i >= 0; i-- {
-			steps := slices.Delete(slices.Clone(p.Steps), j, j+1)
-			out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(steps, i, i+1)})
+			out = append(out, withoutTwo(p, i, j))
 		}
 	}
 	return out
