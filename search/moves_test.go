@@ -359,3 +359,30 @@ setup: 2 workers (w1 w2), events e1
 		t.Errorf("a program without faults offered itself")
 	}
 }
+
+// A program with both kinds of fault offers each kind taken out alone
+// after both together; one with a single kind, only the one candidate.
+func TestFaultFrees(t *testing.T) {
+	both := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> unknown   // request_lost, ambiguous: applied or not, decided by the next read
+  2. Restart() -> ok
+  3. w2.Claim() -> claimed e1 gen=1`)
+	c := faultFrees(both)
+	if len(c) != 3 {
+		t.Fatalf("%d candidates, want 3:\n%v", len(c), c)
+	}
+	if len(c[1].Steps) != 2 || faults(c[1]) != 1 {
+		t.Errorf("the second candidate keeps the lost request, not the restart:\n%s", c[1])
+	}
+	if len(c[2].Steps) != 3 || faults(c[2]) != 0 {
+		t.Errorf("the third candidate keeps the restart, not the lost request:\n%s", c[2])
+	}
+	one := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. Restart() -> ok
+  2. w2.Claim() -> claimed e1 gen=1`)
+	if c := faultFrees(one); len(c) != 1 {
+		t.Errorf("%d candidates for a program with one kind of fault, want 1", len(c))
+	}
+}

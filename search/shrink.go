@@ -120,9 +120,9 @@ func (h Searcher) shrink(p Program, rule string, deadline time.Time) []Program {
 		}
 	}
 	fails := replays(h.ReplayRebinding)
-	if q, ok := faultFree(p); ok && fails(q) {
-		// A failure that needs no fault: what is left replays without a
-		// restart's or a lost reply's cost.
+	if _, ok := firstFailing(p, faultFrees(p), fails); ok {
+		// A failure that needs no fault, or one kind of them only: what
+		// is left replays without a restart's or a lost reply's cost.
 		p = kept[len(kept)-1]
 	}
 	if _, ok := firstFailing(p, tails(p), replays(h.ReplayRebinding)); ok {
@@ -274,6 +274,35 @@ func faultFree(p Program) (Program, bool) {
 	return Program{Workers: p.Workers, Events: p.Events, Steps: steps}, true
 }
 
+// faultFrees are p with its faults taken out by kind: all of them
+// (faultFree), then the server faults' steps only, then the steps' own
+// faults only, each where it differs from p and from those before it. A
+// failure found behind both kinds may need one kind and not the other;
+// each candidate costs one replay, where delta debugging over a program
+// that keeps its restarts and lost replies pays for them in every replay
+// (a second and more each).
+func faultFrees(p Program) []Program {
+	var out []Program
+	if q, ok := faultFree(p); ok {
+		out = append(out, q)
+	}
+	var servers, steps []Step
+	for _, s := range p.Steps {
+		if !s.Op.Kind.ServerFault() {
+			servers = append(servers, s)
+		}
+		s.Fault = ""
+		steps = append(steps, s)
+	}
+	for _, c := range [][]Step{servers, steps} {
+		q := Program{Workers: p.Workers, Events: p.Events, Steps: c}
+		if simplerThan(q, p) && !slices.ContainsFunc(out, func(o Program) bool { return o.String() == q.String() }) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
 // withoutFaults are p with one step's fault taken out, for each step a
 // fault hit, last step first: the same step then runs as it would have
 // without the fault, and a failure that did not need it keeps failing.
@@ -308,10 +337,7 @@ func nameNumber(name string) int {
 // every fault out at once (a program that needed one of its faults before
 // delta debugging took steps out may need none after), then each alone.
 func (h Searcher) simpler(p Program) []Program {
-	var out []Program
-	if q, ok := faultFree(p); ok {
-		out = append(out, q)
-	}
+	out := faultFrees(p)
 	out = append(out, withoutFaults(p)...)
 	if len(p.Workers) > h.Cfg.MinWorkers {
 		out = append(out, Program{Workers: p.Workers[:len(p.Workers)-1], Events: p.Events, Steps: p.Steps})
