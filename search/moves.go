@@ -205,10 +205,14 @@ func withoutClaims(p Program) []Program {
 // stale outcome found as "Claim; Retry; MakeDue; Claim; Complete(gen=1)"
 // needs only "Claim; Expire; Claim; Complete(gen=1)". The steps in
 // between stay; a replay skips the Expire if they need the row's backoff.
+// Under lease=session no fixture ends a lease: there the retrying
+// worker's EndSession is the Expire (a replay skips it elsewhere).
 func withExpiresForRetries(p Program) []Program {
-	return pairsAsExpire(p,
-		func(s Step) bool { return s.Op.Kind == model.Retry && s.Out.Kind == model.Applied },
-		model.MakeDue, false)
+	applied := func(s Step) bool { return s.Op.Kind == model.Retry && s.Out.Kind == model.Applied }
+	return append(pairsAsExpire(p, applied, model.MakeDue, false),
+		pairsAs(p, applied, model.MakeDue, false, func(s Step) Step {
+			return Step{Op: model.Op{Kind: model.EndSession, Worker: s.Op.Worker}, Out: model.Outcome{Kind: model.OK}}
+		})...)
 }
 
 // withExpiresForAges are p with an Age and the next Age of the same row
@@ -229,6 +233,14 @@ func withExpiresForAges(p Program) []Program {
 // first step was, or with late where the second was (a pair of
 // neighbours only where the first was: the two are the same program).
 func pairsAsExpire(p Program, first func(Step) bool, second model.Kind, late bool) []Program {
+	return pairsAs(p, first, second, late, func(s Step) Step {
+		return Step{Op: model.Op{Kind: model.Expire, Event: s.Op.Event}, Out: model.Outcome{Kind: model.OK}}
+	})
+}
+
+// pairsAs is pairsAsExpire with the step put in the pair's place made
+// from the first step by as.
+func pairsAs(p Program, first func(Step) bool, second model.Kind, late bool, as func(Step) Step) []Program {
 	var out []Program
 	for i, s := range p.Steps {
 		if !first(s) {
@@ -243,7 +255,7 @@ func pairsAsExpire(p Program, first func(Step) bool, second model.Kind, late boo
 			at, gone = i+1+j, i
 		}
 		c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Clone(p.Steps)}
-		c.Steps[at] = Step{Op: model.Op{Kind: model.Expire, Event: s.Op.Event}, Out: model.Outcome{Kind: model.OK}}
+		c.Steps[at] = as(s)
 		c.Steps = slices.Delete(c.Steps, gone, gone+1)
 		out = append(out, c)
 	}

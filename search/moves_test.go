@@ -240,9 +240,16 @@ setup: 2 workers (w1 w2), events e1
   5. w2.Claim() -> claimed e1 gen=2
   6. w1.Renew(e1, gen=1) -> applied`)
 	cs := withExpiresForRetries(p)
-	if len(cs) != 1 {
-		t.Fatalf("%d candidates, want one: a rejected retry left the row as it was", len(cs))
+	if len(cs) != 2 {
+		t.Fatalf("%d candidates, want two (an Expire, and the EndSession of lease=session): a rejected retry left the row as it was", len(cs))
 	}
+	want(t, p, cs[1], true, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. w1.EndSession() -> ok
+  3. w2.Retry(e1, gen=1) -> rejected
+  4. w2.Claim() -> claimed e1 gen=2
+  5. w1.Renew(e1, gen=1) -> applied`)
 	want(t, p, cs[0], true, `
 setup: 2 workers (w1 w2), events e1
   1. w1.Claim() -> claimed e1 gen=1
