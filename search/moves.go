@@ -385,7 +385,7 @@ func withStepsGiven(p Program) []Program {
 func withSplitsWhole(p Program) []Program {
 	var out []Program
 	for i, s := range p.Steps {
-		if !s.Op.Part.First() || s.Op.Part.Upto != 1 {
+		if !opensSection(p, i) {
 			continue
 		}
 		parts := []int{i} // the section's parts in the program, in order
@@ -504,4 +504,21 @@ func withRetriesForRescues(p Program) []Program {
 		out = append(out, c)
 	}
 	return out
+}
+
+// opensSection reports whether step i is the first part of a split
+// section: a part before the last ([1/2], or [2/3] when the split came
+// after two statements) that no open part of the same holder's section
+// comes before.
+func opensSection(p Program, i int) bool {
+	s := p.Steps[i].Op
+	if !s.Part.First() {
+		return false
+	}
+	for k := i - 1; k >= 0; k-- {
+		if t := p.Steps[k].Op; t.Part.Of > 0 && t.Kind == s.Kind && t.Holder() == s.Holder() {
+			return t.Part.Last()
+		}
+	}
+	return true
 }

@@ -253,3 +253,24 @@ setup: 2 workers (w1 w2), events e1
 		t.Errorf("a row nobody claimed given a retry: %v", c)
 	}
 }
+
+// A split that came after two of three statements opens its section with
+// [2/3], not [1/3].
+func TestWithSplitsWholeAfterTwoStatements(t *testing.T) {
+	p := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() [2/3] -> ok
+  2. w1.Claim() [3/3] -> claimed e1 gen=1
+  3. Expire(e1) -> ok`)
+	c := withSplitsWhole(p)
+	if len(c) != 2 {
+		t.Fatalf("%d candidates, want 2", len(c))
+	}
+	want(t, p, c[0], true, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok`)
+	if !opensSection(p, 0) || opensSection(p, 1) {
+		t.Errorf("opensSection: %v, %v; want the [2/3] part to open the section, the [3/3] not", opensSection(p, 0), opensSection(p, 1))
+	}
+}

@@ -225,7 +225,7 @@ func unfinished(p Program) int {
 			}) {
 				n++
 			}
-		case s.Op.Part.First() && s.Op.Part.Upto == 1:
+		case opensSection(p, i):
 			if !slices.ContainsFunc(p.Steps[i+1:], func(t Step) bool {
 				return t.Op.Kind == s.Op.Kind && t.Op.Holder() == s.Op.Holder() && t.Op.Part.Last()
 			}) {
