@@ -92,7 +92,10 @@ func TestShrinkReachesTheMinimum(t *testing.T) {
 			if err != nil || v == nil || !search.SameRule(v.Rule, tc.rule) {
 				t.Fatalf("the program: violation %v, error %v; want %q:\n%s", v, err, tc.rule, strings.Join(h.Program(), "\n"))
 			}
-			c := search.On(h).Minimize(search.Catch{Caught: true, Program: h.Program(), Recorded: h.Recorded(), Failure: v}, 10*time.Second)
+			// A minute: the shrinking stops as soon as nothing simpler
+			// fails (seconds here), and a loaded machine's slow replays
+			// must not end it before the minimum.
+			c := search.On(h).Minimize(search.Catch{Caught: true, Program: h.Program(), Recorded: h.Recorded(), Failure: v}, time.Minute)
 			shrunk := strings.Join(c.Program, "\n")
 			if n := machine.CountSteps(c.Program); n > tc.most || !search.SameRule(c.Failure.Rule, tc.rule) {
 				t.Fatalf("shrunk to %d steps, rule %q; want at most %d, %q:\n%s", n, c.Failure.Rule, tc.most, tc.rule, shrunk)
