@@ -69,21 +69,22 @@ func (h Searcher) confirm(p Program, rule string) *Violation {
 // ShrinkProgram makes a failing program smaller, keeping each candidate
 // whose replay still fails with the same rule. rapid shrinks the random
 // draws, which for a machine with twenty actions takes a thousand checks
-// and more; a replay costs only the steps it runs. The candidates: fewer
-// steps (delta debugging); an event or a worker taken out with every step
-// that names it, the first enqueue made part of the setup, a claim
-// transaction taken out, a step's fault taken out (a lost request or
-// reply, a stuck commit: the step then runs as it would have without it),
-// a committed claim taken out with its outcomes
-// and the later generations renumbered, a retry and the MakeDue after it
-// made an Expire (shrink_moves.go); the same steps with two events
-// or two workers swapped, so that a later pass can drop the unused one;
-// one or two steps fewer and a swap together; an open claim transaction
-// that commits made an autocommit claim; fewer workers or events. Replays
-// rebind (machine.Harness.ReplayRebinding): a step the machine could not
-// have drawn at its point is skipped, an outcome follows its worker's
-// latest claim of the row, and the steps after a claim that took another
-// row than recorded follow the row it took. It stops at deadline with the smallest failing program so far.
+// and more; a replay costs only the steps it runs. The candidates: the
+// faults taken out, all at once, by kind, then one by one (a lost request
+// or reply, a stuck commit: the step then runs as it would have without
+// it); fewer steps (delta debugging); the structural moves of moves.go
+// (an event or a worker taken out with every step that names it, a claim
+// or a claim transaction taken out, fixtures and outcomes made the
+// simpler step that does the same, a split made whole, a worker's steps
+// given to another, two steps apart taken out); the same steps with two
+// events or two workers swapped, so that a later pass can drop the unused
+// one; one or two steps fewer and a swap together; a claim transaction
+// made an autocommit claim; fewer workers or events. Replays rebind
+// (machine.Harness.ReplayRebinding): a step the machine could not have
+// drawn at its point is skipped, an outcome follows its worker's latest
+// claim of the row, and the steps after a claim that took another row
+// than recorded follow the row it took. It stops at deadline with the
+// smallest failing program so far.
 func (h Searcher) ShrinkProgram(p Program, rule string, deadline time.Time) Program {
 	kept := h.shrink(p, rule, deadline)
 	return kept[len(kept)-1]
@@ -189,9 +190,9 @@ func firstFailing(p Program, cands []Program, fails func(Program) bool) (Program
 // then what the program leaves for the drain to finish (an open claim
 // transaction, a split section's open part: each costs the drain a
 // step), then the split parts among the steps (a section run in parts is
-// harder to read than one run whole), then workers, then events, then how far down the name lists the
-// steps reach; every candidate must be simpler than the program it came
-// from, so shrinking ends.
+// harder to read than one run whole), then workers, then events, then
+// how far down the name lists the steps reach; every candidate must be
+// simpler than the program it came from, so shrinking ends.
 func simplerThan(p Program, q Program) bool {
 	return slices.Compare(size(p), size(q)) < 0
 }
