@@ -284,7 +284,7 @@ func txEnd(p Program, i int) int {
 // the setup, every claim transaction taken out, every committed claim
 // taken out with its outcomes, every retry made due again, every pair
 // of Ages of one row made an expiry, every Begin(expire e) made an
-// Expire(e), every expiry and the rescue after it made the owner's retry, every split step made whole, every
+// Expire(e), every split step made whole, every
 // worker's steps given to another, every step given to another worker,
 // and every pair of steps apart taken out.
 func (h Searcher) structural(p Program) []Program {
@@ -307,7 +307,6 @@ func (h Searcher) structural(p Program) []Program {
 	out = append(out, withExpiresForRetries(p)...)
 	out = append(out, withExpiresForAges(p)...)
 	out = append(out, withExpiresForExpiringBegins(p)...)
-	out = append(out, withRetriesForRescues(p)...)
 	out = append(out, withSplitsWhole(p)...)
 	out = append(out, withWorkersMerged(p)...)
 	out = append(out, withStepsGiven(p)...)
@@ -460,48 +459,6 @@ func withExpiresForExpiringBegins(p Program) []Program {
 			steps = slices.Delete(steps, j, j+1)
 		}
 		out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: steps})
-	}
-	return out
-}
-
-// withRetriesForRescues are p with an Expire of a row and the next Rescue
-// made one Retry of the row by the worker whose claim of it came last,
-// where the Expire was: the owner giving the row back does what the
-// rescue of its expired lease does (the row READY, or DEAD on its last
-// attempt), in one step. The inverse of withExpiresForRetries, for a
-// failure found through the rescue that the owner's own retry shows as
-// well ("rescue left an exhausted event alive" after "Claim; Expire;
-// Rescue; MakeDue; Claim" needs only "Claim; Retry; MakeDue; Claim").
-func withRetriesForRescues(p Program) []Program {
-	var out []Program
-	for i, s := range p.Steps {
-		if s.Op.Kind != model.Expire {
-			continue
-		}
-		j := slices.IndexFunc(p.Steps[i+1:], func(t Step) bool { return t.Op.Kind == model.Rescue && t.Op.Part.Of == 0 })
-		if j < 0 {
-			continue
-		}
-		owner := -1
-		for k := i - 1; k >= 0 && owner < 0; k-- {
-			for _, g := range p.Steps[k].Out.Grants() {
-				if g.Event == s.Op.Event && p.Steps[k].Op.Worker != "" {
-					owner = k
-				}
-			}
-		}
-		if owner < 0 {
-			continue
-		}
-		var gen int64
-		for _, g := range p.Steps[owner].Out.Grants() {
-			if g.Event == s.Op.Event {
-				gen = g.Gen
-			}
-		}
-		c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(slices.Clone(p.Steps), i+1+j, i+2+j)}
-		c.Steps[i] = Step{Op: model.Op{Kind: model.Retry, Worker: p.Steps[owner].Op.Worker, Event: s.Op.Event, Gen: gen}, Out: model.Outcome{Kind: model.Applied}}
-		out = append(out, c)
 	}
 	return out
 }

@@ -226,34 +226,6 @@ setup: 2 workers (w1 w2), events e1
 	t.Fatalf("no candidate\n%s", wantText)
 }
 
-// rescue_never_buries' faults-on shrinking once stopped one step above
-// the faults-off minimum: the rescue of an expired lease where the owner's
-// retry does the same.
-func TestWithRetriesForRescues(t *testing.T) {
-	p := mustParse(t, `
-setup: 2 workers (w1 w2), events e1
-  1. w1.Claim() -> claimed e1 gen=1
-  2. Expire(e1) -> ok
-  3. Rescue() -> ok
-  4. MakeDue(e1) -> ok
-  5. w1.Claim() -> claimed e1 gen=2`)
-	c := withRetriesForRescues(p)
-	if len(c) != 1 {
-		t.Fatalf("%d candidates, want 1", len(c))
-	}
-	want(t, p, c[0], true, `
-setup: 2 workers (w1 w2), events e1
-  1. w1.Claim() -> claimed e1 gen=1
-  2. w1.Retry(e1, gen=1) -> applied
-  3. MakeDue(e1) -> ok
-  4. w1.Claim() -> claimed e1 gen=2`)
-	if c := withRetriesForRescues(mustParse(t, `setup: 2 workers (w1 w2), events e1
-  1. Expire(e1) -> ok
-  2. Rescue() -> ok`)); len(c) != 0 {
-		t.Errorf("a row nobody claimed given a retry: %v", c)
-	}
-}
-
 // A split that came after two of three statements opens its section with
 // [2/3], not [1/3].
 func TestWithSplitsWholeAfterTwoStatements(t *testing.T) {
