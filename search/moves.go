@@ -383,20 +383,11 @@ func withStepsGiven(p Program) []Program {
 // open into the drain, which ends it there.
 func withSplitsWhole(p Program) []Program {
 	var out []Program
-	for i, s := range p.Steps {
+	for i := range p.Steps {
 		if !opensSection(p, i) {
 			continue
 		}
-		parts := []int{i} // the section's parts in the program, in order
-		for j := i + 1; j < len(p.Steps); j++ {
-			t := p.Steps[j].Op
-			if t.Kind == s.Op.Kind && t.Holder() == s.Op.Holder() && t.Part.Of == s.Op.Part.Of {
-				parts = append(parts, j)
-				if t.Part.Last() {
-					break
-				}
-			}
-		}
+		parts := sectionParts(p, i)
 		last := p.Steps[parts[len(parts)-1]]
 		whole := Step{Op: last.Op.Whole(), Out: last.Out}
 		at := len(p.Steps) // the drain ran the last part
@@ -478,4 +469,22 @@ func opensSection(p Program, i int) bool {
 		}
 	}
 	return true
+}
+
+// sectionParts are the indices of the parts of the split section that
+// step i opens, in order: i, then each later part of the same holder's
+// section up to its last part, which the drain may have run instead.
+func sectionParts(p Program, i int) []int {
+	s := p.Steps[i].Op
+	parts := []int{i}
+	for j := i + 1; j < len(p.Steps); j++ {
+		t := p.Steps[j].Op
+		if t.Kind == s.Kind && t.Holder() == s.Holder() && t.Part.Of == s.Part.Of {
+			parts = append(parts, j)
+			if t.Part.Last() {
+				break
+			}
+		}
+	}
+	return parts
 }

@@ -227,10 +227,8 @@ func unfinished(p Program) int {
 				n++
 			}
 		case opensSection(p, i):
-			if !slices.ContainsFunc(p.Steps[i+1:], func(t Step) bool {
-				return t.Op.Kind == s.Op.Kind && t.Op.Holder() == s.Op.Holder() && t.Op.Part.Last()
-			}) {
-				n++
+			if parts := sectionParts(p, i); !p.Steps[parts[len(parts)-1]].Op.Part.Last() {
+				n++ // the drain runs its last part
 			}
 		}
 	}
