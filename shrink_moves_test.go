@@ -43,6 +43,32 @@ func TestShrinkReachesTheMinimum(t *testing.T) {
 			rule: "stale owner's complete applied", most: 3,
 		},
 		{
+			// The rescue of an expired lease, where the owner's retry
+			// does the same in one step (the owner never reports on
+			// the rescued claim).
+			name: "rescue made the owner's retry", mutant: "rescue_never_buries",
+			program: `setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. Rescue() -> ok
+  4. MakeDue(e1) -> ok
+  5. w1.Claim() -> claimed e1 gen=2`,
+			rule: "rescue left an exhausted event alive", most: 6,
+		},
+		{
+			// A split complete sent under a reclaim the failure does not
+			// need: without the reclaim, the replay gives the split the
+			// claim its worker holds (ReplayRebinding, both parts).
+			name: "split part rebound", mutant: "split_complete_check_then_act",
+			program: `setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. w1.Begin(expire e1) -> claimed e1 gen=2
+  3. w1.Commit() -> ok
+  4. w1.Complete(e1, gen=2) [1/2] -> ok
+  5. Expire(e1) -> ok`,
+			rule: "stale owner's complete applied", most: 4,
+		},
+		{
 			// A fourth claim, found as a split one whose last part the
 			// drain ran.
 			name: "split made whole", mutant: "attempts_by_retry_only",

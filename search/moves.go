@@ -284,8 +284,9 @@ func txEnd(p Program, i int) int {
 // the setup, every claim transaction taken out, every committed claim
 // taken out with its outcomes, every retry made due again, every pair
 // of Ages of one row made an expiry, every Begin(expire e) made an
-// Expire(e), every split step made whole, every
-// worker's steps given to another, every step given to another worker,
+// Expire(e), every expiry and the rescue after it made the owner's retry
+// (where the owner never reports on that claim again), every split step
+// made whole, every worker's steps given to another, every step given to another worker,
 // and every pair of steps apart taken out.
 func (h Searcher) structural(p Program) []Program {
 	var out []Program
@@ -307,6 +308,7 @@ func (h Searcher) structural(p Program) []Program {
 	out = append(out, withExpiresForRetries(p)...)
 	out = append(out, withExpiresForAges(p)...)
 	out = append(out, withExpiresForExpiringBegins(p)...)
+	out = append(out, withRetriesForRescues(p)...)
 	out = append(out, withSplitsWhole(p)...)
 	out = append(out, withWorkersMerged(p)...)
 	out = append(out, withStepsGiven(p)...)
@@ -452,6 +454,77 @@ func withExpiresForExpiringBegins(p Program) []Program {
 		out = append(out, Program{Workers: p.Workers, Events: p.Events, Steps: steps})
 	}
 	return out
+}
+
+// withRetriesForRescues are p with an Expire of a row and the next Rescue
+// made one Retry of the row, where the Expire was, by the worker whose
+// claim of it came last: the owner giving the row back does what the
+// rescue of its expired lease does (the row READY, or DEAD on its last
+// attempt), in one step. The inverse of withExpiresForRetries, for a
+// failure found through the rescue that the owner's own retry shows as
+// well ("rescue left an exhausted event alive" after "Claim; Expire;
+// Rescue; MakeDue; Claim" needs only "Claim; Retry; MakeDue; Claim").
+//
+// Only where the owner never reports on that claim afterwards: a later
+// complete, retry or renew of it is a stale outcome, and the rescue is
+// what made it stale. Made the owner's own retry, River's rescuer path
+// (claim, expire, rescue, claim again, the first claim's complete)
+// becomes one worker reporting twice, a path River's executor never
+// takes, and the counterexample shows a different bug.
+func withRetriesForRescues(p Program) []Program {
+	var out []Program
+	for i, s := range p.Steps {
+		if s.Op.Kind != model.Expire {
+			continue
+		}
+		j := slices.IndexFunc(p.Steps[i+1:], func(t Step) bool { return t.Op.Kind == model.Rescue && t.Op.Part.Of == 0 })
+		if j < 0 {
+			continue
+		}
+		owner, gen := lastClaimOf(p, i, s.Op.Event)
+		if owner < 0 || reportsAfter(p, i, p.Steps[owner].Op.Worker, s.Op.Event, gen) {
+			continue
+		}
+		c := Program{Workers: p.Workers, Events: p.Events, Steps: slices.Delete(slices.Clone(p.Steps), i+1+j, i+2+j)}
+		c.Steps[i] = Step{Op: model.Op{Kind: model.Retry, Worker: p.Steps[owner].Op.Worker, Event: s.Op.Event, Gen: gen}, Out: model.Outcome{Kind: model.Applied}}
+		out = append(out, c)
+	}
+	return out
+}
+
+// lastClaimOf is the index of the last step before i that granted event
+// to a worker, and the generation it granted; -1 if none did.
+func lastClaimOf(p Program, i int, event string) (int, int64) {
+	for k := i - 1; k >= 0; k-- {
+		if p.Steps[k].Op.Worker == "" {
+			continue
+		}
+		for _, g := range p.Steps[k].Out.Grants() {
+			if g.Event == event {
+				return k, g.Gen
+			}
+		}
+	}
+	return -1, 0
+}
+
+// reportsAfter reports whether worker may send an outcome (a complete,
+// retry or renew, whole or a part) for its claim of event at gen after
+// step i: any outcome for event, but one whose line shows another
+// generation (a later claim's).
+func reportsAfter(p Program, i int, worker, event string, gen int64) bool {
+	for _, t := range p.Steps[i+1:] {
+		if t.Op.Worker != worker || t.Op.Event != event {
+			continue
+		}
+		switch t.Op.Kind {
+		case model.Complete, model.Retry, model.Renew:
+			if t.Op.Gen == 0 || t.Op.Gen == gen {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // opensSection reports whether step i is the first part of a split

@@ -226,6 +226,76 @@ setup: 2 workers (w1 w2), events e1
 	t.Fatalf("no candidate\n%s", wantText)
 }
 
+// rescue_never_buries' faults-on shrinking once stopped one step above
+// the faults-off minimum: the rescue of an expired lease where the owner's
+// retry does the same.
+func TestWithRetriesForRescues(t *testing.T) {
+	p := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. Rescue() -> ok
+  4. MakeDue(e1) -> ok
+  5. w1.Claim() -> claimed e1 gen=2`)
+	c := withRetriesForRescues(p)
+	if len(c) != 1 {
+		t.Fatalf("%d candidates, want 1", len(c))
+	}
+	want(t, p, c[0], true, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. w1.Retry(e1, gen=1) -> applied
+  3. MakeDue(e1) -> ok
+  4. w1.Claim() -> claimed e1 gen=2`)
+	if c := withRetriesForRescues(mustParse(t, `setup: 2 workers (w1 w2), events e1
+  1. Expire(e1) -> ok
+  2. Rescue() -> ok`)); len(c) != 0 {
+		t.Errorf("a row nobody claimed given a retry: %v", c)
+	}
+}
+
+// The rescuer's path to a stale complete (River's): the owner reports on
+// the claim the rescue took back, so the rescue is what the program
+// shows, and no owner's retry stands in for it.
+func TestWithRetriesForRescuesKeepsAStaleOwnersRescue(t *testing.T) {
+	p := mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. Rescue() -> ok
+  4. MakeDue(e1) -> ok
+  5. w2.Claim() -> claimed e1 gen=2
+  6. w1.Complete(e1, gen=1) -> applied`)
+	if c := withRetriesForRescues(p); len(c) != 0 {
+		t.Errorf("the stale owner's rescue made its own retry:\n%v", c)
+	}
+	// The owner's stale complete may come after it claimed the row again.
+	p = mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. Rescue() -> ok
+  4. MakeDue(e1) -> ok
+  5. w1.Claim() -> claimed e1 gen=2
+  6. w1.Complete(e1, gen=1) -> applied`)
+	if c := withRetriesForRescues(p); len(c) != 0 {
+		t.Errorf("the stale owner's rescue made its own retry:\n%v", c)
+	}
+	// An outcome whose line shows the later claim's generation is that
+	// claim's: the rescue of the first may still be its owner's retry.
+	p = mustParse(t, `
+setup: 2 workers (w1 w2), events e1
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Expire(e1) -> ok
+  3. Rescue() -> ok
+  4. MakeDue(e1) -> ok
+  5. w1.Claim() -> claimed e1 gen=2
+  6. w1.Complete(e1, gen=2) -> applied`)
+	if c := withRetriesForRescues(p); len(c) != 1 {
+		t.Errorf("%d candidates, want 1", len(c))
+	}
+}
+
 // A split that came after two of three statements opens its section with
 // [2/3], not [1/3].
 func TestWithSplitsWholeAfterTwoStatements(t *testing.T) {
