@@ -43,6 +43,12 @@
 --     with localQueue.size).
 --   - max_attempts=2 is set per job through add_job (graphile-worker's default is 25), chosen small
 --     so that counterexamples stay short: the budget is spent in two claims.
+--   - Backoff: batchFailJobs pushes run_at back by exp(least(attempts, 10)) seconds; here by as many
+--     minutes ('1 minute' for '1 second'). A first attempt's e^1 = 2.7 s backoff ends by the wall clock
+--     inside a check that restarts a server or waits out a lost request, and the suite ends backoffs
+--     only through its due fixture: a row found due that nothing made due read as a rejected retry that
+--     changed it. (examples/graphile-worker, which runs the library's own code, keeps its seconds and
+--     enqueues each job with 6 of 8 attempts spent instead, so its first backoff is e^7 s.)
 --   - lease=4h: the library's stale-lock age in resetLockedAt; there is no heartbeat, so no renew.
 --   - policy=lenient: nothing checks lock age on complete or fail; an expired lock is still
 --     honoured until resetLockedAt clears it.
@@ -340,7 +346,7 @@ returning id
 update _private_jobs as jobs
 set
 last_error = (el->>'message'),
-run_at = greatest(now(), run_at) + (exp(least(attempts, 10)) * interval '1 second'),
+run_at = greatest(now(), run_at) + (exp(least(attempts, 10)) * interval '1 minute'),
 locked_by = null,
 locked_at = null,
 payload = coalesce(el->'payload', jobs.payload)
