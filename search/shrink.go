@@ -132,6 +132,17 @@ func (h Searcher) shrink(p Program, rule string, deadline time.Time) []Program {
 	}
 	for time.Now().Before(deadline) {
 		before, n := p, len(kept)
+		for len(p.Steps) > coarseSteps {
+			if _, ok := firstFailing(p, h.coarse(p), fails); !ok {
+				break
+			}
+			p = kept[len(kept)-1]
+			// Without another row's steps, the failure may need no
+			// fault: what is left replays without a restart's cost.
+			if _, ok := firstFailing(p, faultFrees(p), fails); ok {
+				p = kept[len(kept)-1]
+			}
+		}
 		ddmin(p.Steps, func(steps []Step) bool {
 			return fails(Program{Workers: p.Workers, Events: p.Events, Steps: steps})
 		})
@@ -150,6 +161,31 @@ func (h Searcher) shrink(p Program, rule string, deadline time.Time) []Program {
 		}
 	}
 	return kept
+}
+
+// coarseSteps is the length above which a round first takes out whole
+// events and workers (coarse) before delta debugging: a replay of a long
+// program costs a second or more on a loaded machine, and halving a
+// program whose failure needs one row's steps spread over all of it fails
+// replay after replay, where taking out another row's steps, a third of
+// the program and more, is one replay.
+const coarseSteps = 16
+
+// coarse are p with one event or one worker taken out, with every step
+// that names it (withoutEvent, withoutWorker).
+func (h Searcher) coarse(p Program) []Program {
+	var out []Program
+	for _, e := range allEvents(p) {
+		if c, ok := withoutEvent(p, e, h.Cfg.MinEvents); ok {
+			out = append(out, c)
+		}
+	}
+	for _, w := range p.Workers {
+		if c, ok := withoutWorker(p, w, h.Cfg.MinWorkers); ok {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // keptForm is the form of a failing candidate c that the shrinking keeps:
