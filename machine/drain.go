@@ -29,13 +29,13 @@ func (r *run) drain() {
 			// then judged against the claim it waited for, which is the
 			// race it stands for. Any other rolls back.
 			end := model.Rollback
-			if r.waiting != nil && r.waitOn == w {
+			if r.inFlight.waitsOnTxOf(w) {
 				end = model.Commit
 			}
 			r.runOp(model.Op{Kind: end, Worker: w})
 		}
 	}
-	if r.split != nil {
+	if r.inFlight.splitOpen() {
 		// With every claim transaction ended, nothing holds its row; its
 		// worker runs (no step pauses or kills it while a split is open).
 		r.runSplitLast()

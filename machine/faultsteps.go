@@ -32,7 +32,7 @@ const rewindOdds = 8
 // both successors and the next read through the harness's own connection
 // decides.
 func (r *run) networkFault(t *rapid.T, replyLost bool) {
-	if r.waiting != nil || r.split != nil {
+	if r.inFlight.any() {
 		t.Skip("a step waits or a split is open: no fault until it ends")
 	}
 	op := r.faultTarget(t)
@@ -153,7 +153,7 @@ func (r *run) endBackend(w string, backend worker.Backend) {
 // once; a paused one finds its connection broken at its next statement,
 // as it would in production.
 func (r *run) dbRestart(t *rapid.T) {
-	if r.waiting != nil || r.split != nil {
+	if r.inFlight.any() {
 		t.Skip("a step waits or a split is open: no restart until it ends")
 	}
 	odds := restartOdds

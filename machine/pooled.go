@@ -53,11 +53,8 @@ func (r *run) serverConnFree(w string) bool {
 			holders[p.Worker] = true
 		}
 	}
-	if r.waiting != nil {
-		holders[waiterOf(*r.waiting)] = true
-	}
-	if r.split != nil {
-		holders[r.split.Holder()] = true
+	for _, h := range r.inFlight.holders() {
+		holders[h] = true
 	}
 	delete(holders, rescuer) // it connects directly
 	return holders[w] || len(holders) < shared

@@ -56,7 +56,7 @@ func (r *run) reissuedOutcomes() []model.Op {
 // when the lost claim's row is claimable at the generation before it; it
 // skips when no lost claim's row is.
 func (r *run) reclaimLost(t *rapid.T) {
-	if r.split != nil || r.waiting != nil || len(r.states) > 1 {
+	if r.inFlight.any() || len(r.states) > 1 {
 		t.Skip("a split is open, a step waits, or the rewind is undecided")
 	}
 	s := r.model()

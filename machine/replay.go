@@ -129,7 +129,7 @@ func (r *run) canReplayFault(fault string) error {
 	switch {
 	case r.h.Faults == nil:
 		return fmt.Errorf("the step's %s needs a harness with faults", fault)
-	case r.waiting != nil || r.split != nil:
+	case r.inFlight.any():
 		return fmt.Errorf("a step waits or a split is open: no %s until it ends", fault)
 	case fault == ActStuckCommit && (r.h.Faults.ServerFault() != pgserver.FaultFailover || r.h.Faults.Rewinds()):
 		return fmt.Errorf("a %s needs a synchronous standby to fail over to", fault)

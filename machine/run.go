@@ -53,18 +53,9 @@ type run struct {
 	// is the fault's doing and not a blocked statement.
 	faultPending bool
 	fault        string // the armed fault's name, for the program line
-	// waiting is the step that waits on another worker's open claim
-	// transaction, if one does (at most one at a time); waitEnded the
-	// model's rows from which its end is checked (see finishWait).
-	waiting   *model.Op
-	waitOn    string
-	waitEnded [][]model.RowView
-	// split is the first part of the split section whose last part has
-	// not run yet (split.go), if any.
-	split *model.Op
-	// splitStepped says whether the split action has taken a step for the
-	// open split since its first part (split_claim.go).
-	splitStepped bool
+	// inFlight is the waiting step and the open split section
+	// (inflight.go).
+	inFlight
 	// since is what a rewind may go back to (rewind.go); nil on a server
 	// that never loses an acknowledged commit. stalled is set while
 	// replication to the standby is stopped (rewind.go).
@@ -369,11 +360,11 @@ func (r *run) observe(op model.Op, got model.Outcome, next ...model.State) {
 		r.fail(ruleOf(err.Error()), err.Error())
 	}
 	befores := [][]model.RowView{viewsOf(r.rows)}
-	if r.waitEnded != nil {
+	if ended := r.inFlight.takeWaitEnded(); ended != nil {
 		// The rows before a waiting step's end are its holder's step's,
 		// which the harness could not read in between: one guess for each
 		// state the model allows after that step, and one must do.
-		befores, r.waitEnded = r.waitEnded, nil
+		befores = ended
 	}
 	if r.rows != nil && !op.Kind.Rewinds() {
 		// (A rewind may undo anything since the durable point: a SENT

@@ -43,7 +43,7 @@ func (r *run) durableOp() (model.Op, bool) {
 // dbDurable is the db_durable action: the durable point moves to now.
 // (Drawn only where durableOp has a step: see actions.)
 func (r *run) dbDurable(t *rapid.T) {
-	if r.waiting != nil || r.split != nil {
+	if r.inFlight.any() {
 		t.Skip("a step waits or a split is open")
 	}
 	op, _ := r.durableOp()
@@ -214,7 +214,7 @@ func (r *run) mayServerFault(op model.Op) error {
 		return fmt.Errorf("the harness injects no server fault")
 	case r.h.Faults.ServerFault() != want:
 		return fmt.Errorf("this server's fault is %s, not a %s", r.h.Faults.ServerFault(), op.Kind)
-	case r.waiting != nil || r.split != nil:
+	case r.inFlight.any():
 		return fmt.Errorf("a step waits or a split is open: no %s until it ends", op.Kind)
 	}
 	return nil
@@ -224,7 +224,7 @@ func (r *run) mayServerFault(op model.Op) error {
 // durable point that step moves (durableOp), no step waiting and no split
 // open.
 func (r *run) mayDurable(op model.Op) error {
-	if d, ok := r.durableOp(); !ok || d.Kind != op.Kind || r.waiting != nil || r.split != nil {
+	if d, ok := r.durableOp(); !ok || d.Kind != op.Kind || r.inFlight.any() {
 		return fmt.Errorf("no %s step on this server now", op.Kind)
 	}
 	return nil

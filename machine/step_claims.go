@@ -11,7 +11,7 @@ import (
 // (Begin), and the end of that transaction (Commit, Rollback).
 
 func (r *run) claim(t *rapid.T, kind model.Kind) {
-	if r.split != nil && r.split.Kind == model.ClaimOp && kind == model.ClaimOp {
+	if kind == model.ClaimOp && r.inFlight.splitOpen(model.ClaimOp) {
 		// Another claim would bury or take, by chance, the rows the
 		// split's race is about: it runs as the split's step instead.
 		t.Skip("a claim is split: other claims run as its steps (split_claim.go)")

@@ -44,7 +44,7 @@ func (r *run) mayFixture(op model.Op) error {
 	if op.Kind == model.Age && !r.h.Inst.Proto.Has(sut.Age) {
 		return fmt.Errorf("the protocol has no age section")
 	}
-	if r.split != nil && r.split.Kind == model.Rescue {
+	if r.inFlight.splitOpen(model.Rescue) {
 		return fmt.Errorf("a rescue is split: its read chose its rows (split_rescue.go)")
 	}
 	s := r.model()

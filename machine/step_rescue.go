@@ -29,7 +29,7 @@ func (r *run) mayRescue() error {
 	switch {
 	case !r.h.Inst.Proto.Has(sut.Rescue):
 		return fmt.Errorf("the protocol has no rescue section")
-	case r.split != nil:
+	case r.inFlight.splitOpen():
 		return fmt.Errorf("a split is open")
 	case r.busy(rescuer) || r.blocks(op) && r.waitsOn(op) == "":
 		return fmt.Errorf("the rescue would wait on an open claim transaction")

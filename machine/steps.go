@@ -21,7 +21,9 @@ import (
 // the clock has aged already (ageLeavesTime), the claims a split's race
 // runs as its own steps. How a step prints and parses is the model's
 // (model.FormatStep, ParseProgram); the faults that may hit a step are its
-// Fault field (faultsteps.go), and a split's parts are split.go's.
+// Fault field (faultsteps.go), and a split's parts are split.go's. What is
+// in flight, a waiting step or an open split, a kind reads through
+// inFlight's questions (inflight.go), not its fields.
 
 // stepKind is one kind of step's precondition and run; run returns the
 // step's outcome.
