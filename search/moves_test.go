@@ -393,3 +393,28 @@ setup: 2 workers (w1 w2), events e1
 		t.Errorf("%d candidates for a program with one kind of fault, want 1", len(c))
 	}
 }
+
+// The coarse pass offers each event and each worker taken out whole, and
+// runs only on a program that holds a server fault, whose replay is the
+// one costly enough to want it.
+func TestCoarse(t *testing.T) {
+	p := mustParse(t, `
+setup: 2 workers (w1 w2), events e1 e2
+  1. w1.Claim() -> claimed e1 gen=1
+  2. Restart() -> ok
+  3. w2.Claim() -> claimed e2 gen=1
+  4. w2.Complete(e2, gen=1) -> applied
+  5. w1.Complete(e1, gen=1) -> applied`)
+	h := Searcher{Harness: &machine.Harness{Cfg: machine.Default()}}
+	c := h.coarse(p)
+	if len(c) != 4 {
+		t.Fatalf("%d candidates, want one per event and per worker (4):\n%v", len(c), c)
+	}
+	if !holdsServerFault(p) {
+		t.Errorf("a program with a restart holds no server fault")
+	}
+	q, _ := faultFree(p)
+	if holdsServerFault(q) {
+		t.Errorf("a program without a server fault's step holds one:\n%s", q)
+	}
+}
