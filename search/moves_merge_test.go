@@ -258,41 +258,26 @@ setup: 2 workers (w1 w2), events e1
 // the claim the rescue took back, so the rescue is what the program
 // shows, and no owner's retry stands in for it.
 func TestWithRetriesForRescuesKeepsAStaleOwnersRescue(t *testing.T) {
-	p := mustParse(t, `
+	const rescued = `
 setup: 2 workers (w1 w2), events e1
   1. w1.Claim() -> claimed e1 gen=1
   2. Expire(e1) -> ok
   3. Rescue() -> ok
   4. MakeDue(e1) -> ok
-  5. w2.Claim() -> claimed e1 gen=2
-  6. w1.Complete(e1, gen=1) -> applied`)
-	if c := withRetriesForRescues(p); len(c) != 0 {
-		t.Errorf("the stale owner's rescue made its own retry:\n%v", c)
-	}
-	// The owner's stale complete may come after it claimed the row again.
-	p = mustParse(t, `
-setup: 2 workers (w1 w2), events e1
-  1. w1.Claim() -> claimed e1 gen=1
-  2. Expire(e1) -> ok
-  3. Rescue() -> ok
-  4. MakeDue(e1) -> ok
-  5. w1.Claim() -> claimed e1 gen=2
-  6. w1.Complete(e1, gen=1) -> applied`)
-	if c := withRetriesForRescues(p); len(c) != 0 {
-		t.Errorf("the stale owner's rescue made its own retry:\n%v", c)
-	}
-	// An outcome whose line shows the later claim's generation is that
-	// claim's: the rescue of the first may still be its owner's retry.
-	p = mustParse(t, `
-setup: 2 workers (w1 w2), events e1
-  1. w1.Claim() -> claimed e1 gen=1
-  2. Expire(e1) -> ok
-  3. Rescue() -> ok
-  4. MakeDue(e1) -> ok
-  5. w1.Claim() -> claimed e1 gen=2
-  6. w1.Complete(e1, gen=2) -> applied`)
-	if c := withRetriesForRescues(p); len(c) != 1 {
-		t.Errorf("%d candidates, want 1", len(c))
+`
+	for _, tc := range []struct {
+		name, after string
+		want        int
+	}{
+		{"another worker's claim, then the stale complete", "  5. w2.Claim() -> claimed e1 gen=2\n  6. w1.Complete(e1, gen=1) -> applied", 0},
+		{"the owner's own claim again, then the stale complete", "  5. w1.Claim() -> claimed e1 gen=2\n  6. w1.Complete(e1, gen=1) -> applied", 0},
+		// An outcome whose line shows the later claim's generation is
+		// that claim's: the rescue of the first may be the owner's retry.
+		{"the owner's complete of its later claim", "  5. w1.Claim() -> claimed e1 gen=2\n  6. w1.Complete(e1, gen=2) -> applied", 1},
+	} {
+		if c := withRetriesForRescues(mustParse(t, rescued+tc.after)); len(c) != tc.want {
+			t.Errorf("%s: %d candidates, want %d:\n%v", tc.name, len(c), tc.want, c)
+		}
 	}
 }
 
