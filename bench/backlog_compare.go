@@ -50,6 +50,17 @@ func compareWithPgbench(ctx context.Context, inst *sut.Instance, d time.Duration
 	l, err := ours.latency(1)
 	pb := Pgbench{Transactions: len(theirs.latencies), P50US: us(percentile(theirs.latencies, 0.5)),
 		TPS: math.Round(float64(len(theirs.latencies))/float64(theirs.seconds)*10) / 10, Rounds: rounds}
-	pb.P50Ratio, pb.ThroughputRatio = round(l.P50US/pb.P50US), round(l.ClaimsPerS/pb.TPS)
+	pb.P50Ratio, pb.ThroughputRatio = ratio(l.P50US, pb.P50US), ratio(l.ClaimsPerS, pb.TPS)
 	return l, pb, err
+}
+
+// ratio is a over b, rounded; 0 where b is 0. pgbench on a loaded machine
+// can finish no claim transaction in its seconds: it then has no p50 and
+// no throughput to compare with, and a quotient of +Inf has no JSON form
+// (the whole --json output failed on it).
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return round(a / b)
 }

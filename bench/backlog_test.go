@@ -284,3 +284,14 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
 }
+
+// A comparison with a pgbench run that finished no transaction has no
+// ratio: 0, not the +Inf that JSON cannot encode.
+func TestRatioOfNothing(t *testing.T) {
+	if got := ratio(420, 0); got != 0 {
+		t.Errorf("ratio(420, 0) = %v, want 0", got)
+	}
+	if got := ratio(3, 2); got != 1.5 {
+		t.Errorf("ratio(3, 2) = %v, want 1.5", got)
+	}
+}
