@@ -89,6 +89,17 @@ func (s *Server) WorkerConnString(ctx context.Context, schema string) (string, e
 // harness finds it by the worker's application_name (worker.Backend).
 func (s *Server) Pooled() bool { return s != nil && s.pool != nil }
 
+// ReleasesClientSessions reports whether the session state a worker's
+// client leaves on its server connection (a session lease's advisory
+// locks) goes when the client does: a direct connection's backend ends,
+// and the session pooler runs its reset query on the connection. The
+// transaction pooler runs none (PgBouncer's transaction mode has no
+// server_reset_query here), so the state stays on the server connection
+// until the harness closes it (FreshServerSessions): nothing to wait for.
+func (s *Server) ReleasesClientSessions() bool {
+	return s == nil || s.pool == nil || s.pool.mode != "transaction"
+}
+
 // SharedServerConns is how many server connections the workers'
 // transactions share when that is fewer than one a worker (the
 // transaction pooler's pool), else 0: a worker's statement outside a
