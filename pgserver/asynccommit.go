@@ -2,8 +2,11 @@ package pgserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // flushAndFreeze is AsyncCommit's MarkDurable. One commit under
@@ -42,8 +45,8 @@ func (d *deployment) flushAndFreeze(ctx context.Context) error {
 	if d.frozen != 0 {
 		return nil // still stopped since the last MarkDurable
 	}
-	var pid int
-	if err := conn.QueryRow(ctx, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'").Scan(&pid); err != nil {
+	pid, err := awaitPID(ctx, conn, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'")
+	if err != nil {
 		return fmt.Errorf("mark durable: find the WAL writer: %w", err)
 	}
 	if err := stopWhileIdle(ctx, conn, pid); err != nil {
@@ -51,4 +54,25 @@ func (d *deployment) flushAndFreeze(ctx context.Context) error {
 	}
 	d.frozen = pid
 	return nil
+}
+
+// awaitPID runs query, which selects one process's pid, until it returns
+// a row: after a crash, the server takes connections as soon as recovery
+// ends and starts its WAL writer at the same moment, so the first read of
+// pg_stat_activity may come before the WAL writer is in it (a crash under
+// load found no row, and the check failed as the harness's). ctx bounds
+// the wait.
+func awaitPID(ctx context.Context, conn *pgx.Conn, query string) (int, error) {
+	for {
+		var pid int
+		err := conn.QueryRow(ctx, query).Scan(&pid)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return pid, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("no such process yet: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
