@@ -6,9 +6,12 @@
 -- uuid column of ours, procrastinate_jobs.fence_token, is stamped with
 -- gen_random_uuid() by a statement of ours after procrastinate_fetch_job_v2, in
 -- the claim's transaction, and returned as the generation (the fetch function
--- itself is unchanged); complete, both retry branches and the heartbeat's
+-- itself is unchanged); complete, both retry branches, the heartbeat and its
 -- applied check also compare it (fence_token = @generation::uuid). The
--- worker_id checks stay. attempts is still procrastinate's counter of finished
+-- heartbeat needs it as much as the outcomes: a lost claim's worker id,
+-- handed out again to a later claim of the same job, would let the lost
+-- claim's worker keep the new claim's worker alive, a refused renew that
+-- changed the job's lease. The worker_id checks stay. attempts is still procrastinate's counter of finished
 -- runs and the attempt budget. state returns fence_token as generation.
 -- On a server that forgets an acknowledged commit (async-commit: a crash under
 -- synchronous_commit=off; async-standby: a failover to a standby that was behind),
@@ -336,9 +339,15 @@ UNION ALL
 SELECT id FROM retried
 
 -- name: renew
-UPDATE procrastinate_workers
+UPDATE procrastinate_workers AS h
 SET last_heartbeat = NOW()
-WHERE id = split_part(@id::text, ':', 2)::bigint;
+WHERE h.id = split_part(@id::text, ':', 2)::bigint
+  AND EXISTS (
+    SELECT 1 FROM procrastinate_jobs AS j
+    WHERE j.worker_id = h.id
+      AND j.id = split_part(@id::text, ':', 1)::bigint AND j.status = 'doing'
+      AND j.fence_token = @generation::uuid
+  );
 
 -- observed in a statement of its own: a snapshot taken after the heartbeat (and after any rescue it waited for)
 SELECT EXISTS (

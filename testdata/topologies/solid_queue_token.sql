@@ -7,8 +7,11 @@
 -- claim's handle can name the new claim. Here a uuid column of ours,
 -- solid_queue_claimed_executions.fence_token, is filled with gen_random_uuid()
 -- by the claim's INSERT and returned as the generation; the finalizing lock of
--- complete and retry and the heartbeat's applied check also compare it
--- (fence_token = @generation::uuid). The attempt budget is still Active Job's
+-- complete and retry, the heartbeat and its applied check also compare it
+-- (fence_token = @generation::uuid). The heartbeat needs it as much as the
+-- outcomes: a lost claim's process id, handed out again to a later claim's
+-- process, would let the lost claim's worker keep the new claim's process
+-- alive, a refused renew that changed the claim's lease. The attempt budget is still Active Job's
 -- executions in the job's arguments. state returns the claimed execution's
 -- fence_token as generation (NULL while no execution is claimed).
 -- On a server that forgets an acknowledged commit (async-commit: a crash under
@@ -354,6 +357,12 @@ WITH locked AS (
     SET last_heartbeat_at = timezone('UTC', now())
     FROM locked
     WHERE p.id = locked.id
+      AND EXISTS (
+        SELECT 1 FROM solid_queue_claimed_executions AS ce
+        WHERE ce.process_id = p.id
+          AND ce.id = split_part(@id::text, ':', 1)::bigint
+          AND ce.fence_token = @generation::uuid
+      )
     RETURNING p.id
 )
 SELECT EXISTS (
