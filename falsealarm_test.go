@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/outboxlab/machine"
 	"github.com/outboxlab/outboxlab/pgserver"
@@ -72,6 +73,9 @@ func TestFalseAlarmSweep(t *testing.T) {
 			if c.Caught {
 				t.Fatalf("run %d of %d: a false alarm (or a bug): %v\n%s\n%s", i+1, n, c.Failure, c.Report, strings.Join(c.Program, "\n"))
 			}
+			// Each run says so as it ends: a job cut by its timeout still
+			// shows how many runs passed.
+			t.Logf("run %d of %d passed: %d checks in %s", i+1, n, c.Checks, c.Total.Round(time.Second))
 		}
 		t.Logf("%d runs from random seeds passed", n)
 	}
