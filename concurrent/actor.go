@@ -139,7 +139,7 @@ func (h *history) do(a *actor, op model.Op, req worker.Request) (out model.Outco
 		// Killed, or hung on a cut connection: unknown once its backend
 		// is gone (until then its statement may still commit).
 		a.discard(p)
-		h.endBackend(backend, epoch)
+		h.endBackend(backend.Exited(), epoch)
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.Unknown}})
 		switch {
 		case faulted:

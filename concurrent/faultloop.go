@@ -52,7 +52,7 @@ func (h *history) inject(kind string, a *actor, rng *rand.Rand) bool {
 		// Again after the signal: an operation that ended in between
 		// took the first, and the next one finds the process dead.
 		a.slot.Taint()
-		h.endBackend(backend, h.epoch.Load())
+		h.endBackend(backend.Exited(), h.epoch.Load())
 		h.rec.ret(call, Output{Out: model.Outcome{Kind: model.OK}})
 		return true
 	case "db_restart":

@@ -56,10 +56,38 @@ func TerminateBackend(ctx context.Context, conn *pgx.Conn, backend uint32) error
 // a backend not idle under that name runs the worker's statement or holds
 // its transaction. An idle one may keep the name of its last client, and
 // is nobody's.
+//
+// Connected directly, a worker executable's backends under App are all its
+// own, idle ones too (direct). Once its process is dead (Exited), an idle
+// one is not done with it: a statement the process sent just before it
+// died may still sit unread in the backend's socket, and the backend runs
+// it, and commits it, when it gets to it, perhaps after the harness has
+// recorded the statement's outcome as unknown (a loaded machine showed it
+// running tens of milliseconds later). So its end is the end of every
+// backend under its name.
 type Backend struct {
 	PID    uint32
 	App    string
 	Pooled bool
+	direct bool // connected without a pooler
+	exited bool // the process is dead (Exited)
+}
+
+// Exited is b once its process has been killed: connected directly,
+// every backend under its name is ended and waited for, idle or not.
+func (b Backend) Exited() Backend {
+	b.exited = true
+	return b
+}
+
+// byName are the backends that run or hold the worker's work, found by its
+// application_name: not idle, or any of them once a directly connected
+// worker has exited.
+func (b Backend) byName() string {
+	if b.direct && b.exited {
+		return "FROM pg_stat_activity WHERE application_name = $1"
+	}
+	return notIdle
 }
 
 // appSeq numbers the worker processes this process starts, so that no two
@@ -95,7 +123,7 @@ func (b Backend) AwaitGone(ctx context.Context, conn *pgx.Conn) error {
 	defer cancel()
 	for {
 		var alive bool
-		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 "+notIdle+")", b.App).Scan(&alive); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 "+b.byName()+")", b.App).Scan(&alive); err != nil {
 			return fmt.Errorf("wait for the backends of %s to end: %w", b.App, err)
 		}
 		if !alive {
@@ -114,7 +142,7 @@ func (b Backend) Terminate(ctx context.Context, conn *pgx.Conn) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) "+notIdle, b.App)
+	_, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) "+b.byName(), b.App)
 	return err
 }
 

@@ -62,7 +62,7 @@ func (p *Pool) Kill(ctx context.Context, conn *pgx.Conn, name string) error {
 	if proc == nil {
 		return nil
 	}
-	backend := proc.ServerBackend()
+	backend := proc.ServerBackend().Exited()
 	p.KillIdle(name)
 	backend.Terminate(ctx, conn)
 	return backend.AwaitGone(ctx, conn)

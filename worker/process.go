@@ -261,7 +261,7 @@ func (p *Process) KillAsync() {
 func (p *Process) ServerBackend() Backend {
 	// A worker executable does not report its backend's pid: its backend
 	// is found by its application_name, as through a pooler.
-	return Backend{PID: p.Backend, App: p.spec.App, Pooled: p.spec.Pooled || !p.goWorker}
+	return Backend{PID: p.Backend, App: p.spec.App, Pooled: p.spec.Pooled || !p.goWorker, direct: !p.spec.Pooled}
 }
 
 // signal sends sig to the worker's process.
