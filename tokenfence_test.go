@@ -39,16 +39,7 @@ func TestTokenFenceAcrossALostClaim(t *testing.T) {
 	} {
 		t.Run(tc.protocol, func(t *testing.T) {
 			h := topologyHarness(t, pgserver.AsyncStandby, tc.protocol, machine.Default())
-			v, err := h.Replay(p)
-			replayed := strings.Join(h.Program(), "\n")
-			switch {
-			case err != nil:
-				t.Fatalf("replay: %v\n%s", err, replayed)
-			case tc.rule == "" && v != nil:
-				t.Fatalf("%s failed: %s\n%s", tc.protocol, v.Rule, replayed)
-			case tc.rule != "" && (v == nil || !strings.Contains(v.Rule, tc.rule)):
-				t.Fatalf("%s: violation %v, want %q\n%s", tc.protocol, v, tc.rule, replayed)
-			}
+			replayed := replayExpecting(t, h, p, tc.protocol, tc.rule)
 			if !strings.Contains(replayed, "reply_lost") || !strings.Contains(replayed, "rewound 1 acknowledged commit") {
 				t.Errorf("the replay did not lose the commit's reply and the claim:\n%s", replayed)
 			}
